@@ -1,0 +1,13 @@
+export type { BatonErrorOptions } from './baton-error.js';
+export {
+  AuditVerifyError,
+  BatonError,
+  BuildError,
+  ConfigError,
+  ErrorCode,
+  isBatonError,
+  KubeApiError,
+  ProcessError,
+  RevocationError,
+  TimeoutError,
+} from './baton-error.js';
