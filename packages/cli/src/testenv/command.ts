@@ -1,6 +1,126 @@
-import { Command } from '@commander-js/extra-typings';
+import { Command, Option } from '@commander-js/extra-typings';
+import { ConfigError } from '@baton/errors';
+import {
+  CONTROL_PLANE_VERSIONS,
+  ensureControlPlaneBinaries,
+  KubeHttp,
+  listClusters,
+  startDetachedCluster,
+  stopClusterByName,
+} from '@baton/testenv';
+import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 
-/** `baton testenv …`: the real local control plane. */
+const err = (line: string) => process.stderr.write(`${line}\n`);
+
+function intOption(flag: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${flag} ${v} is invalid: use a whole number of 0 or more`);
+    return n;
+  };
+}
+
+/** `baton testenv …`: real local control planes for tests, benchmarks and the demo. */
 export function testenvCommand(): Command {
-  return new Command('testenv').description('start, list and stop real local Kubernetes control planes');
+  const cmd = new Command('testenv').description('start, list and stop real local Kubernetes control planes (built from Go modules)');
+
+  cmd
+    .command('up')
+    .description('start a cluster that keeps running in the background')
+    .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
+    .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
+    .option('--keep', 'keep the data directory after `down`', false)
+    .option('--json', 'print one JSON object: name, server, kubeconfigPath, auditLogPath', false)
+    .action(async (o) => {
+      if (!o.json) err('building or reusing the control-plane binaries, then starting the cluster…');
+      await ensureControlPlaneBinaries({ onProgress: o.json ? () => {} : err });
+      const c = await startDetachedCluster({ ...(o.name ? { name: o.name } : {}), nodes: o.nodes, keep: o.keep });
+      const out = { name: c.name, server: c.server, kubeconfigPath: c.kubeconfigPath, auditLogPath: c.auditLogPath };
+      if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
+      else {
+        process.stdout.write(`cluster ${c.name} is running at ${c.server}\n  kubeconfig: ${c.kubeconfigPath}\n  audit log:  ${c.auditLogPath ?? '(off)'}\n`);
+        process.stdout.write(`  stop it with: pnpm baton testenv down --name ${c.name}\n`);
+      }
+    });
+
+  cmd
+    .command('ls')
+    .description('list local clusters')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table' as const))
+    .action(async (o) => {
+      const rows = (await listClusters()).map((c) => ({
+        name: c.name,
+        status: c.isRunning ? 'running' : 'stopped',
+        server: c.server,
+        kubeconfigPath: c.kubeconfigPath,
+        auditLogPath: c.auditLogPath,
+        startedAt: c.startedAt,
+      }));
+      process.stdout.write(formatRows(rows, o.output, ['name', 'status', 'server', 'kubeconfigPath']));
+    });
+
+  cmd
+    .command('nodes')
+    .description("show a cluster's nodes and whether they are Ready")
+    .requiredOption('--name <name>', 'cluster name')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table' as const))
+    .action(async (o) => {
+      const c = (await listClusters()).find((x) => x.name === o.name);
+      if (!c?.isRunning) throw new ConfigError(`no running cluster named "${o.name}"; \`baton testenv ls\` lists them, \`baton testenv up\` starts one`);
+      const http = await KubeHttp.fromKubeconfig(c.kubeconfigPath);
+      try {
+        const res = await http.request('GET', '/api/v1/nodes');
+        if (res.status !== 200) throw new ConfigError(`listing nodes of "${o.name}" failed with HTTP ${res.status}`);
+        const items = (res.body as { items: NodeLike[] }).items;
+        const rows = items.map((n) => ({
+          name: n.metadata.name,
+          ready: n.status?.conditions?.find((x) => x.type === 'Ready')?.status ?? 'Unknown',
+          kubelet: n.status?.nodeInfo?.kubeletVersion ?? '',
+          created: n.metadata.creationTimestamp,
+        }));
+        process.stdout.write(formatRows(rows, o.output, ['name', 'ready', 'kubelet', 'created']));
+      } finally {
+        http.close();
+      }
+    });
+
+  cmd
+    .command('down')
+    .description('stop a cluster (or all) and remove its data')
+    .option('--name <name>', 'cluster name')
+    .option('--all', 'stop every local cluster', false)
+    .action(async (o) => {
+      if (!o.name && !o.all) throw new ConfigError('baton testenv down needs --name <name> or --all');
+      const names = o.all ? (await listClusters()).map((c) => c.name) : [o.name!];
+      for (const n of names) {
+        await stopClusterByName(n);
+        err(`stopped ${n}`);
+      }
+    });
+
+  cmd
+    .command('build')
+    .description('build (or verify the cache of) the pinned control-plane binaries')
+    .option('--force', 'rebuild even when cached', false)
+    .option('--json', 'print what was built as JSON', false)
+    .action(async (o) => {
+      const bins = await ensureControlPlaneBinaries({ force: o.force, onProgress: err });
+      const builds = bins.builds.map((b) => ({
+        name: b.name,
+        built: b.built,
+        buildSeconds: b.buildSeconds,
+        versions: b.versions,
+        sizesMB: Object.fromEntries(Object.entries(b.sizes).map(([k, v]) => [k, Math.round(v / 1e5) / 10])),
+        dir: b.dir,
+      }));
+      if (o.json) process.stdout.write(`${JSON.stringify({ versions: CONTROL_PLANE_VERSIONS, builds }, null, 2)}\n`);
+      else for (const b of builds) process.stdout.write(`${b.name}: ${b.built ? 'built' : 'cached'} ${JSON.stringify(b.versions)} ${JSON.stringify(b.sizesMB)} MB\n`);
+    });
+
+  return cmd;
+}
+
+interface NodeLike {
+  metadata: { name: string; creationTimestamp?: string };
+  status?: { conditions?: { type: string; status: string }[]; nodeInfo?: { kubeletVersion?: string } };
 }

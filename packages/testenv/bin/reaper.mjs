@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// Watchdog for one local cluster: when the owning process dies without stopping the cluster (a test
+// runner killed with SIGKILL, a crashed CLI), kill every component's process group and remove the data.
+// Plain JS with no dependencies so that it starts in milliseconds and never needs a build step.
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [ownerArg, dir] = process.argv.slice(2);
+const owner = Number.parseInt(ownerArg ?? '', 10);
+if (!Number.isFinite(owner) || !dir) process.exit(2);
+
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+};
+const readState = () => {
+  try {
+    return JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
+const killGroups = (pids, signal) => {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, signal);
+    } catch {}
+  }
+};
+
+process.on('SIGTERM', () => process.exit(0));
+process.on('SIGINT', () => {});
+const timer = setInterval(() => {
+  if (!existsSync(dir)) process.exit(0);
+  if (alive(owner)) return;
+  clearInterval(timer);
+  const state = readState();
+  const pids = Object.values(state?.pids ?? {}).filter((p) => Number.isInteger(p));
+  killGroups(pids, 'SIGTERM');
+  setTimeout(() => {
+    killGroups(pids, 'SIGKILL');
+    if (!state?.keep) rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }, 3000);
+}, 250);

@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { BatonError, ConfigError, ProcessError } from '@baton/errors';
+
+/** What a detached cluster reports once it is ready. */
+export interface DetachedCluster {
+  readonly name: string;
+  readonly server: string;
+  readonly kubeconfigPath: string;
+  readonly auditLogPath: string | null;
+  /** Pid of the background host process that owns the cluster. */
+  readonly hostPid: number;
+}
+
+/**
+ * Starts a cluster in a background host process that outlives the caller (for `baton testenv up`),
+ * waits until it is ready and returns its coordinates. Stop it with {@link stopClusterByName}.
+ * @throws ConfigError / ProcessError / TimeoutError as reported by the host.
+ */
+export async function startDetachedCluster(options: { name?: string; nodes?: number; keep?: boolean } = {}): Promise<DetachedCluster> {
+  // Run the host the same way this module runs: from source (tsx + condition) or from dist.
+  const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+  const script = fileURLToPath(new URL(`./host${ext}`, import.meta.url));
+  const execArgv = ext === '.ts' ? ['--conditions=@baton/source', '--import', 'tsx'] : [];
+  const args = [
+    ...execArgv,
+    script,
+    ...(options.name ? [`--name=${options.name}`] : []),
+    `--nodes=${options.nodes ?? 1}`,
+    ...(options.keep ? ['--keep=true'] : []),
+  ];
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  const lines = createInterface({ input: child.stdout! });
+  const first = await new Promise<string | undefined>((resolve) => {
+    lines.once('line', resolve);
+    child.once('exit', () => resolve(undefined));
+  });
+  lines.close();
+  child.stdout!.destroy();
+  child.unref();
+  if (!first) throw new ProcessError(`the background host of the cluster exited before it was ready (\`${process.execPath} ${args.join(' ')}\`); run \`baton testenv build\`, then try again`);
+  const msg = JSON.parse(first) as { ok: boolean; code?: string; message?: string } & Omit<DetachedCluster, 'hostPid'>;
+  if (!msg.ok) {
+    if (msg.code === 'config') throw new ConfigError(msg.message ?? 'invalid options');
+    throw new BatonError((msg.code as never) ?? 'internal', msg.message ?? 'the cluster did not start');
+  }
+  return { name: msg.name, server: msg.server, kubeconfigPath: msg.kubeconfigPath, auditLogPath: msg.auditLogPath, hostPid: child.pid! };
+}

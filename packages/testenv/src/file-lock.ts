@@ -1,0 +1,38 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Runs `fn` while holding a cross-process lock (a directory made atomically by mkdir). A lock whose
+ * holder process is gone is taken over, so a crashed build never wedges the cache.
+ */
+export async function withFileLock<T>(lockDir: string, fn: () => Promise<T>, pollMs = 200): Promise<T> {
+  for (;;) {
+    try {
+      await mkdir(lockDir);
+      await writeFile(`${lockDir}/pid`, String(process.pid));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number.parseInt(await readFile(`${lockDir}/pid`, 'utf8').catch(() => ''), 10);
+      if (Number.isFinite(holder) && !isAlive(holder)) {
+        await rm(lockDir, { recursive: true, force: true });
+        continue;
+      }
+      await sleep(pollMs);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lockDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,252 @@
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { BuildError } from '@baton/errors';
+import { withFileLock } from './file-lock.js';
+import { tailFile } from './tail.js';
+
+const execFileAsync = promisify(execFile);
+
+/** One Go wrapper module and the main packages built from it in a single `go build`. */
+export interface GoBuildSpec {
+  /** Short name used in the cache path and in messages, e.g. `kube`. */
+  readonly name: string;
+  /** Directory of the wrapper module (holds go.mod and go.sum). */
+  readonly moduleDir: string;
+  /** Main packages to build; binaries are named after the last path element. */
+  readonly packages: readonly string[];
+  /** Output names, when they must differ from the last path element (same order as `packages`). */
+  readonly outputNames?: readonly string[];
+  /** `-ldflags` (version stamps); `-s -w` is always added. */
+  readonly ldflags?: readonly string[];
+  /** Build tags. */
+  readonly tags?: readonly string[];
+  /** Extra environment, e.g. `{ CGO_ENABLED: '0' }`. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Pinned versions recorded with the build, e.g. `{ kubernetes: 'v1.36.3' }`. */
+  readonly versions: Readonly<Record<string, string>>;
+  /** Called after the build with the module directory resolved, to copy data files next to the binaries. */
+  readonly afterBuild?: (ctx: { readonly outDir: string; readonly goEnv: NodeJS.ProcessEnv }) => Promise<void>;
+}
+
+/** What a finished (or reused) build produced. */
+export interface GoBuildResult {
+  readonly name: string;
+  /** Directory of the cache entry; binaries are in `${dir}/bin`. */
+  readonly dir: string;
+  /** Absolute path of each binary by name. */
+  readonly binaries: Readonly<Record<string, string>>;
+  /** Size of each binary in bytes. */
+  readonly sizes: Readonly<Record<string, number>>;
+  /** False when the cache already held this exact build. */
+  readonly built: boolean;
+  /** Seconds the `go build` took when it ran (cold or warm Go cache), else the figure recorded when it did. */
+  readonly buildSeconds: number;
+  /** Peak RSS of the go build in MB, as recorded when it ran (null when unknown). */
+  readonly buildPeakRssMB: number | null;
+  readonly versions: Readonly<Record<string, string>>;
+  readonly goVersion: string;
+}
+
+interface BuildInfo {
+  readonly buildSeconds: number;
+  readonly buildPeakRssMB: number | null;
+  readonly builtAt: string;
+  readonly goVersion: string;
+  readonly versions: Record<string, string>;
+  readonly binaries: Record<string, number>;
+}
+
+/** Options of {@link ensureGoBuild}. */
+export interface EnsureGoBuildOptions {
+  /** Cache root; entries go to `${cacheDir}/${name}-${hash}`. */
+  readonly cacheDir: string;
+  /** Progress lines (which build, where its log is). */
+  readonly onProgress?: (line: string) => void;
+  /** Rebuild even when the cache holds the entry. @default false */
+  readonly force?: boolean;
+}
+
+/** The name `go build -o dir/` gives a main package: its last path element, skipping a major-version suffix. */
+function naturalName(pkg: string): string {
+  const parts = pkg.split('/');
+  const last = parts.at(-1)!;
+  return /^v\d+$/.test(last) && parts.length > 1 ? parts.at(-2)! : last;
+}
+
+function outputName(spec: GoBuildSpec, i: number): string {
+  return spec.outputNames?.[i] ?? naturalName(spec.packages[i]!);
+}
+
+/** Resolves `go version`, or explains how to install Go. @throws BuildError when Go is missing. */
+export async function goVersion(): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync('go', ['env', 'GOVERSION']);
+    return stdout.trim();
+  } catch (err) {
+    throw new BuildError(
+      'go was not found on PATH: the local control plane and the Pulumi engine are built from Go modules; install Go 1.26 (https://go.dev/dl, or /usr/local/go/bin on PATH) and run the command again',
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Builds the binaries of one wrapper module into a content-addressed cache entry, or reuses it.
+ * The key covers go.mod, go.sum, every .go file of the wrapper, flags, tags and the Go version,
+ * so a rebuild happens exactly when a pin changes. Concurrent callers wait on a lock.
+ * @throws BuildError naming the module, the command and the last lines of the build log.
+ */
+export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOptions): Promise<GoBuildResult> {
+  const gover = await goVersion();
+  const key = await buildKey(spec, gover);
+  const dir = join(options.cacheDir, `${spec.name}-${key}`);
+  const binDir = join(dir, 'bin');
+  const infoPath = join(dir, 'build.json');
+  await mkdir(options.cacheDir, { recursive: true });
+
+  return withFileLock(`${dir}.lock`, async () => {
+    if (!options.force && existsSync(infoPath)) {
+      const info = JSON.parse(await readFile(infoPath, 'utf8')) as BuildInfo;
+      if (await binariesPresent(spec, binDir)) return toResult(spec, dir, info, false);
+    }
+    const staging = `${dir}.partial`;
+    await rm(staging, { recursive: true, force: true });
+    await mkdir(join(staging, 'bin'), { recursive: true });
+    const logPath = join(options.cacheDir, `${spec.name}-${key}.build.log`);
+    options.onProgress?.(`building ${spec.name} (${Object.entries(spec.versions).map(([k, v]) => `${k} ${v}`).join(', ')}); log: ${logPath}`);
+
+    const args = [
+      'build',
+      '-trimpath',
+      '-mod=readonly',
+      `-ldflags=${['-s', '-w', ...(spec.ldflags ?? [])].join(' ')}`,
+      ...(spec.tags?.length ? [`-tags=${spec.tags.join(',')}`] : []),
+      '-o',
+      `${join(staging, 'bin')}/`,
+      ...spec.packages,
+    ];
+    const goEnv = { ...process.env, ...spec.env, GOFLAGS: '-buildvcs=false', GOTOOLCHAIN: 'local' };
+    const started = performance.now();
+    const rssKB = await runLogged('go', args, { cwd: spec.moduleDir, env: goEnv, logPath, what: spec.name });
+    const buildSeconds = round((performance.now() - started) / 1000);
+
+    // Several packages with one -o dir name binaries after their package dir; rename where asked.
+    for (let i = 0; i < spec.packages.length; i++) {
+      const natural = naturalName(spec.packages[i]!);
+      const wanted = outputName(spec, i);
+      if (natural !== wanted) await rename(join(staging, 'bin', natural), join(staging, 'bin', wanted));
+    }
+    await spec.afterBuild?.({ outDir: staging, goEnv: { ...goEnv } });
+
+    const binaries: Record<string, number> = {};
+    for (let i = 0; i < spec.packages.length; i++) {
+      const name = outputName(spec, i);
+      binaries[name] = (await stat(join(staging, 'bin', name))).size;
+    }
+    const info: BuildInfo = {
+      buildSeconds,
+      buildPeakRssMB: rssKB === null ? null : Math.round(rssKB / 1024),
+      builtAt: new Date().toISOString(),
+      goVersion: gover,
+      versions: { ...spec.versions },
+      binaries,
+    };
+    await writeFile(join(staging, 'build.json'), `${JSON.stringify(info, null, 2)}\n`);
+    await rm(dir, { recursive: true, force: true });
+    await rename(staging, dir);
+    options.onProgress?.(`built ${spec.name} in ${buildSeconds} s`);
+    return toResult(spec, dir, info, true);
+  });
+}
+
+async function binariesPresent(spec: GoBuildSpec, binDir: string): Promise<boolean> {
+  for (let i = 0; i < spec.packages.length; i++) {
+    if (!existsSync(join(binDir, outputName(spec, i)))) return false;
+  }
+  return true;
+}
+
+function toResult(spec: GoBuildSpec, dir: string, info: BuildInfo, built: boolean): GoBuildResult {
+  const binaries: Record<string, string> = {};
+  for (let i = 0; i < spec.packages.length; i++) {
+    const name = outputName(spec, i);
+    binaries[name] = join(dir, 'bin', name);
+  }
+  return {
+    name: spec.name,
+    dir,
+    binaries,
+    sizes: info.binaries,
+    built,
+    buildSeconds: info.buildSeconds,
+    buildPeakRssMB: info.buildPeakRssMB,
+    versions: info.versions,
+    goVersion: info.goVersion,
+  };
+}
+
+async function buildKey(spec: GoBuildSpec, gover: string): Promise<string> {
+  const h = createHash('sha256');
+  const { readdir } = await import('node:fs/promises');
+  const files = (await readdir(spec.moduleDir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  for (const f of files) {
+    h.update(`${f}\0`);
+    h.update(await readFile(join(spec.moduleDir, f)));
+  }
+  h.update(JSON.stringify([gover, spec.packages, spec.outputNames ?? [], spec.ldflags ?? [], spec.tags ?? [], spec.env ?? {}]));
+  return h.digest('hex').slice(0, 12);
+}
+
+/**
+ * Runs a command with output to a log file, in its own process group, and resolves to its peak RSS in KB
+ * (children included, from /usr/bin/time when present).
+ */
+async function runLogged(
+  cmd: string,
+  args: readonly string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; logPath: string; what: string },
+): Promise<number | null> {
+  const log = await open(opts.logPath, 'w');
+  const timeBin = existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
+  const rssFile = `${opts.logPath}.rss`;
+  const [file, argv] = timeBin ? [timeBin, ['-f', '%M', '-o', rssFile, cmd, ...args]] : [cmd, [...args]];
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', log.fd, log.fd], detached: true });
+      const forward = (sig: NodeJS.Signals) => {
+        try {
+          process.kill(-child.pid!, sig);
+        } catch {}
+      };
+      const onSig = () => forward('SIGTERM');
+      process.once('SIGINT', onSig);
+      process.once('SIGTERM', onSig);
+      child.on('error', reject);
+      child.on('exit', (c) => {
+        process.off('SIGINT', onSig);
+        process.off('SIGTERM', onSig);
+        resolve(c);
+      });
+    });
+    if (code !== 0) {
+      const tail = await tailFile(opts.logPath, 25);
+      throw new BuildError(
+        `building ${opts.what} failed: \`${cmd} ${args.join(' ')}\` in ${opts.cwd} exited with ${code}; last lines of ${opts.logPath}:\n${tail}\nfix: check that the Go module proxy is reachable (GOPROXY) and that Go is 1.26 or newer; rerun \`pnpm baton testenv build\``,
+        { details: { module: opts.what, logPath: opts.logPath, exitCode: code } },
+      );
+    }
+    if (!timeBin) return null;
+    const kb = Number.parseInt((await readFile(rssFile, 'utf8')).trim().split('\n').at(-1) ?? '', 10);
+    return Number.isFinite(kb) ? kb : null;
+  } finally {
+    await log.close();
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

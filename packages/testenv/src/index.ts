@@ -1,0 +1,14 @@
+export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
+export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
+export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
+export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
+export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
+export { ensureGoBuild, goVersion } from './go-build.js';
+export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
+export { KubeHttp } from './kube-http.js';
+export type { DetachedCluster } from './detached.js';
+export { startDetachedCluster } from './detached.js';
+export { cacheRoot, goModulesDir } from './paths.js';
+export type { PollOptions } from './poll.js';
+export { pollUntil } from './poll.js';
+export { freePorts } from './ports.js';

@@ -1,0 +1,164 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { BuildError } from '@baton/errors';
+import { type GoBuildResult, type GoBuildSpec, ensureGoBuild } from '../go-build.js';
+import { cacheRoot, goModulesDir } from '../paths.js';
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * The pinned Pulumi versions. The CLI and `@pulumi/pulumi` are the same release (3.248.0 is the newest SDK that
+ * runs on Node 20); the provider and `@pulumi/kubernetes` are the same release. Each binary has its own wrapper
+ * module under `go/`, so Go's version selection for one never moves the other.
+ */
+export const PULUMI_VERSIONS = {
+  /** `pulumi` CLI and engine, `github.com/pulumi/pulumi/pkg/v3`. */
+  pulumi: '3.248.0',
+  /** `pulumi-resource-kubernetes`, `github.com/pulumi/pulumi-kubernetes/provider/v4` at the v4.25.0 release commit. */
+  kubernetes: '4.25.0',
+} as const;
+
+const PROVIDER_MODULE = 'github.com/pulumi/pulumi-kubernetes/provider/v4';
+
+/** Where the engine's binaries are, and how they were built. */
+export interface PulumiEngine {
+  /** Directory with `bin/pulumi`: pass it to Automation API as `PulumiCommand.get({ root })`. */
+  readonly cliRoot: string;
+  /** Absolute path of the `pulumi` binary. */
+  readonly pulumi: string;
+  /** Absolute path of `pulumi-resource-kubernetes`. */
+  readonly kubernetesProvider: string;
+  /**
+   * Absolute path of `pulumi-language-nodejs`, or null: the Go module proxy serves no version of
+   * `github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3`, and its code is all in a main package,
+   * so it cannot be built here without copying upstream source. Automation API inline programs do not need it.
+   */
+  readonly languageHost: string | null;
+  /** The pinned versions, as `pulumi version` and the provider report them. */
+  readonly versions: typeof PULUMI_VERSIONS;
+  /** The two builds (CLI, provider) with their build seconds, peak RSS and binary sizes. */
+  readonly builds: readonly GoBuildResult[];
+}
+
+/** Options of {@link ensurePulumiEngine}. */
+export interface EnsurePulumiEngineOptions {
+  /** Cache root. @default `${cacheRoot()}/testenv/bin` (shared with the control plane) */
+  readonly cacheDir?: string;
+  /** Progress lines for a terminal (which build runs, where its log is). */
+  readonly onProgress?: (line: string) => void;
+  /** Rebuild even when cached. @default false */
+  readonly force?: boolean;
+}
+
+function cliSpec(): GoBuildSpec {
+  return {
+    name: 'pulumi',
+    moduleDir: join(goModulesDir, 'pulumi'),
+    packages: ['github.com/pulumi/pulumi/pkg/v3/cmd/pulumi'],
+    // As upstream's release build (.goreleaser.yml): Automation API refuses a CLI whose `pulumi version` is empty.
+    ldflags: [`-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v${PULUMI_VERSIONS.pulumi}`],
+    tags: ['osusergo', 'grpcnotrace'],
+    env: { CGO_ENABLED: '0' },
+    versions: { pulumi: `v${PULUMI_VERSIONS.pulumi}` },
+  };
+}
+
+function providerSpec(moduleDir: string): GoBuildSpec {
+  return {
+    name: 'pulumi-kubernetes',
+    moduleDir,
+    packages: ['baton.dev/testenv/pulumi-kubernetes'],
+    outputNames: ['pulumi-resource-kubernetes'],
+    // As upstream's release build (.goreleaser.yml: `version.Version={{.Tag}}`).
+    ldflags: [`-X ${PROVIDER_MODULE}/pkg/version.Version=v${PULUMI_VERSIONS.kubernetes}`],
+    env: { CGO_ENABLED: '0' },
+    versions: { kubernetes: `v${PULUMI_VERSIONS.kubernetes}` },
+  };
+}
+
+let memo: Promise<PulumiEngine> | undefined;
+
+/**
+ * Builds (once per pinned version set) or reuses the Pulumi CLI and the Kubernetes provider from the Go module
+ * proxy, one after another (each `go build` already uses every core). `baton testenv build` calls this.
+ * @throws BuildError when Go is missing, the proxy is unreachable or a build fails (with the build log's tail).
+ */
+export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}): Promise<PulumiEngine> {
+  if (!options.force && !options.cacheDir && memo) return memo;
+  const run = (async (): Promise<PulumiEngine> => {
+    const cacheDir = options.cacheDir ?? join(cacheRoot(), 'testenv', 'bin');
+    const opts = { cacheDir, force: options.force ?? false, ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+    const cli = await ensureGoBuild(cliSpec(), opts);
+    const providerDir = await stageProviderModule(join(cacheDir, 'src'));
+    const provider = await ensureGoBuild(providerSpec(providerDir), opts);
+    return {
+      cliRoot: cli.dir,
+      pulumi: cli.binaries.pulumi!,
+      kubernetesProvider: provider.binaries['pulumi-resource-kubernetes']!,
+      languageHost: null,
+      versions: PULUMI_VERSIONS,
+      builds: [cli, provider],
+    };
+  })();
+  if (!options.cacheDir) {
+    memo = run.catch((err) => {
+      memo = undefined;
+      throw err;
+    });
+  }
+  return run;
+}
+
+/**
+ * Copies our provider wrapper module (go.mod, go.sum, main.go) to a build directory and writes the two files its
+ * main.go embeds, made from the schema.json and terraform-mapping.json in the provider's module zip the way
+ * upstream's `go generate` makes them (schema version set, JSON compacted). The directory is named after the
+ * wrapper's content, so it is made once per pin; ensureGoBuild keys on the same go.mod, go.sum and main.go.
+ */
+async function stageProviderModule(srcRoot: string): Promise<string> {
+  const wrapperDir = join(goModulesDir, 'pulumi-kubernetes');
+  const files = ['go.mod', 'go.sum', 'main.go'];
+  const h = createHash('sha256');
+  for (const f of files) h.update(`${f}\0`).update(await readFile(join(wrapperDir, f)));
+  const dir = join(srcRoot, `pulumi-kubernetes-${h.digest('hex').slice(0, 12)}`);
+  if (existsSync(join(dir, 'schema-embed.json'))) return dir;
+
+  const staging = `${dir}.${process.pid}.tmp`;
+  await rm(staging, { recursive: true, force: true });
+  await mkdir(staging, { recursive: true });
+  for (const f of files) await copyFile(join(wrapperDir, f), join(staging, f));
+  const moduleDir = await downloadModule(wrapperDir, PROVIDER_MODULE);
+  const cmdDir = join(moduleDir, 'cmd', 'pulumi-resource-kubernetes');
+  const schema = JSON.parse(await readFile(join(cmdDir, 'schema.json'), 'utf8')) as Record<string, unknown>;
+  schema.version = PULUMI_VERSIONS.kubernetes;
+  await writeFile(join(staging, 'schema-embed.json'), JSON.stringify(schema));
+  const mapping = JSON.parse(await readFile(join(cmdDir, 'terraform-mapping.json'), 'utf8')) as unknown;
+  await writeFile(join(staging, 'terraform-mapping-embed.json'), JSON.stringify(mapping));
+  // Another process may have staged the same content meanwhile; either copy is identical.
+  await rm(dir, { recursive: true, force: true });
+  await rename(staging, dir);
+  return dir;
+}
+
+/** Downloads `module` at the version `wrapperDir`'s go.mod selects and resolves its directory in the module cache. */
+async function downloadModule(wrapperDir: string, module: string): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync('go', ['mod', 'download', '-json', module], {
+      cwd: wrapperDir,
+      env: { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+      maxBuffer: 1 << 20,
+    });
+    const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
+    if (!info.Dir) throw new Error(info.Error ?? 'no directory reported');
+    return info.Dir;
+  } catch (err) {
+    throw new BuildError(
+      `downloading ${module} (as pinned in ${wrapperDir}/go.mod) failed: ${(err as Error).message.split('\n')[0]}; check that the Go module proxy is reachable (GOPROXY) and rerun \`pnpm baton testenv build\``,
+      { cause: err, details: { module } },
+    );
+  }
+}
