@@ -52,7 +52,12 @@ export async function statusOfCall(call: () => Promise<unknown>): Promise<number
 }
 
 /** Polls `check` every `intervalMs` until it returns true or `timeoutMs` passes; returns the elapsed ms. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string, intervalMs = 200): Promise<number> {
+export async function eventually(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 200,
+): Promise<number> {
   const t0 = performance.now();
   for (;;) {
     if (await check()) return performance.now() - t0;

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError } from '@commander-js/extra-typings';
 import { ConfigError, isBatonError } from '@baton/errors';
+import { Command, CommanderError } from '@commander-js/extra-typings';
 import { testenvCommand } from './testenv/command.js';
 
 /** Exit codes: 0 ok; 1 failed; 2 usage or config error; 3 partial fleet failure. */
@@ -10,7 +10,9 @@ export const ExitCode = { ok: 0, failed: 1, usage: 2, partial: 3 } as const;
 /** Builds the `baton` program. Each noun lives in its own folder and contributes one subcommand. */
 export function buildProgram(): Command {
   const program = new Command('baton')
-    .description('hand a new Kubernetes cluster from push to pull, with a scoped, revoked and proven bootstrap credential')
+    .description(
+      'hand a new Kubernetes cluster from push to pull, with a scoped, revoked and proven bootstrap credential',
+    )
     .showHelpAfterError()
     .exitOverride();
   program.addCommand(testenvCommand());

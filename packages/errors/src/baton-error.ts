@@ -88,5 +88,8 @@ export class BuildError extends BatonError {
 
 /** True when `err` is a baton error (also across duplicated module instances). */
 export function isBatonError(err: unknown): err is BatonError {
-  return err instanceof BatonError || (err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && 'details' in err);
+  return (
+    err instanceof BatonError ||
+    (err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && 'details' in err)
+  );
 }

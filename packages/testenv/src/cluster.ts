@@ -1,11 +1,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { ConfigError } from '@baton/errors';
-import { type ControlPlaneBinaries, CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
+import {
+  CONTROL_PLANE_VERSIONS,
+  type ControlPlaneBinaries,
+  ensureControlPlaneBinaries,
+} from './control-plane-binaries.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
@@ -102,7 +106,9 @@ rules:
 export async function startCluster(options: StartClusterOptions = {}): Promise<Cluster> {
   const name = options.name ?? `baton-${randomBytes(3).toString('hex')}`;
   if (!NAME_RE.test(name)) {
-    throw new ConfigError(`cluster name "${name}" is invalid: use 1-40 lowercase letters, digits and '-', starting and ending with a letter or digit`);
+    throw new ConfigError(
+      `cluster name "${name}" is invalid: use 1-40 lowercase letters, digits and '-', starting and ending with a letter or digit`,
+    );
   }
   const nodes = options.nodes ?? 1;
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 100) {
@@ -110,7 +116,10 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
   }
   const progress = options.onProgress ?? (() => {});
   const timeoutMs = options.startTimeoutMs ?? 120_000;
-  const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs + 10_000), ...(options.signal ? [options.signal] : [])]);
+  const signal = AbortSignal.any([
+    AbortSignal.timeout(timeoutMs + 10_000),
+    ...(options.signal ? [options.signal] : []),
+  ]);
   const deadline = performance.now() + timeoutMs;
   const remaining = () => Math.max(1_000, deadline - performance.now());
 
@@ -119,7 +128,9 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
   if (existsSync(join(dir, 'state.json'))) {
     const prev = await readState(dir);
     if (prev && isAlive(prev.hostPid)) {
-      throw new ConfigError(`a cluster named "${name}" is already running (pid ${prev.hostPid}, ${prev.server}); choose another --name or stop it with \`baton testenv down --name ${name}\``);
+      throw new ConfigError(
+        `a cluster named "${name}" is already running (pid ${prev.hostPid}, ${prev.server}); choose another --name or stop it with \`baton testenv down --name ${name}\``,
+      );
     }
   }
   await rm(dir, { recursive: true, force: true });
@@ -139,7 +150,14 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
   };
   for (const [f, content] of Object.entries(files)) await writeFile(join(pkiDir, f), content, { mode: 0o600 });
 
-  const [etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort] = (await freePorts(6)) as [number, number, number, number, number, number];
+  const [etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort] = (await freePorts(6)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const server = `https://127.0.0.1:${apiPort}`;
   const kubeconfigs = {
     admin: join(dir, 'kubeconfig'),
@@ -257,13 +275,16 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
   };
   const http = new KubeHttp({ server, caPem: pki.ca.certPem, certPem: pki.admin.certPem, keyPem: pki.admin.keyPem });
   const waitApiserver = (ms: number) =>
-    pollUntil(async () => ((await http.request('GET', '/readyz', undefined, 2_000)).status === 200 ? true : undefined), {
-      timeoutMs: ms,
-      what: `kube-apiserver of cluster "${name}" (${server}) to answer /readyz with 200`,
-      hint: `see ${join(logDir, 'kube-apiserver.log')}`,
-      guard,
-      signal,
-    });
+    pollUntil(
+      async () => ((await http.request('GET', '/readyz', undefined, 2_000)).status === 200 ? true : undefined),
+      {
+        timeoutMs: ms,
+        what: `kube-apiserver of cluster "${name}" (${server}) to answer /readyz with 200`,
+        hint: `see ${join(logDir, 'kube-apiserver.log')}`,
+        guard,
+        signal,
+      },
+    );
   running.add(cluster);
 
   try {
@@ -336,7 +357,9 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
       const nodeName = `${name}-node-${i}`;
       const res = await http.request('POST', '/api/v1/nodes', fakeNode(nodeName));
       if (res.status !== 201 && res.status !== 409) {
-        throw new ConfigError(`registering fake node ${nodeName} failed with HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+        throw new ConfigError(
+          `registering fake node ${nodeName} failed with HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`,
+        );
       }
     }
 
@@ -358,7 +381,9 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
         async () => {
           const res = await http.request('GET', '/api/v1/nodes');
           const items = (res.body as { items?: NodeLike[] }).items ?? [];
-          const ready = items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+          const ready = items.filter((n) =>
+            n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          );
           return ready.length >= nodes ? true : undefined;
         },
         {
@@ -388,10 +413,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
 /** GET /healthz on a component's self-signed secure port (loopback only, so the certificate is not checked). */
 function probeHealthz(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = httpsGet({ host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, timeout: 1_000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const req = httpsGet(
+      { host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, timeout: 1_000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on('error', () => resolve(false));
     req.on('timeout', () => req.destroy());
   });
@@ -408,7 +436,12 @@ function fakeNode(name: string): unknown {
     metadata: {
       name,
       annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'kwok.x-k8s.io/node': 'fake' },
-      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        type: 'kwok',
+      },
     },
     spec: {},
     status: {
@@ -448,7 +481,9 @@ async function readState(dir: string): Promise<ClusterState | undefined> {
 }
 
 /** Clusters recorded on disk (running or left over), with whether their host process is alive. */
-export async function listClusters(baseDir = clustersDir()): Promise<(ClusterState & { readonly isRunning: boolean })[]> {
+export async function listClusters(
+  baseDir = clustersDir(),
+): Promise<(ClusterState & { readonly isRunning: boolean })[]> {
   const names = await readdir(baseDir).catch(() => [] as string[]);
   const out: (ClusterState & { isRunning: boolean })[] = [];
   for (const n of names.sort()) {
@@ -466,15 +501,22 @@ export async function listClusters(baseDir = clustersDir()): Promise<(ClusterSta
 export async function stopClusterByName(name: string, baseDir = clustersDir()): Promise<void> {
   const dir = join(baseDir, name);
   const s = await readState(dir);
-  if (!s) throw new ConfigError(`no cluster named "${name}" is recorded under ${baseDir}; \`baton testenv ls\` lists them`);
+  if (!s)
+    throw new ConfigError(`no cluster named "${name}" is recorded under ${baseDir}; \`baton testenv ls\` lists them`);
   if (s.hostPid !== process.pid && isAlive(s.hostPid)) {
     try {
       process.kill(s.hostPid, 'SIGTERM');
     } catch {}
-    await pollUntil(async () => (isAlive(s.hostPid) ? undefined : true), { timeoutMs: 15_000, what: `the host process ${s.hostPid} of cluster "${name}" to exit` }).catch(() => {});
+    await pollUntil(async () => (isAlive(s.hostPid) ? undefined : true), {
+      timeoutMs: 15_000,
+      what: `the host process ${s.hostPid} of cluster "${name}" to exit`,
+    }).catch(() => {});
   }
   for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGTERM');
-  await pollUntil(async () => (Object.values(s.pids).some(isAlive) ? undefined : true), { timeoutMs: 10_000, what: `cluster "${name}" to stop` }).catch(() => {
+  await pollUntil(async () => (Object.values(s.pids).some(isAlive) ? undefined : true), {
+    timeoutMs: 10_000,
+    what: `cluster "${name}" to stop`,
+  }).catch(() => {
     for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGKILL');
   });
   await rm(dir, { recursive: true, force: true });

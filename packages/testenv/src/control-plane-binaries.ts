@@ -1,8 +1,8 @@
+import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { type GoBuildResult, type GoBuildSpec, ensureGoBuild } from './go-build.js';
+import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from './go-build.js';
 import { cacheRoot, goModulesDir } from './paths.js';
 
 const execFileAsync = promisify(execFile);
@@ -115,7 +115,11 @@ export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions 
   if (!options.force && !options.cacheDir && memo) return memo;
   const run = (async () => {
     const cacheDir = options.cacheDir ?? join(cacheRoot(), 'testenv', 'bin');
-    const opts = { cacheDir, force: options.force ?? false, ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+    const opts = {
+      cacheDir,
+      force: options.force ?? false,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    };
     const kube = await ensureGoBuild(kubeSpec(), opts);
     const etcd = await ensureGoBuild(etcdSpec(), opts);
     const kwok = await ensureGoBuild(kwokSpec(), opts);

@@ -18,7 +18,9 @@ export interface DetachedCluster {
  * waits until it is ready and returns its coordinates. Stop it with {@link stopClusterByName}.
  * @throws ConfigError / ProcessError / TimeoutError as reported by the host.
  */
-export async function startDetachedCluster(options: { name?: string; nodes?: number; keep?: boolean } = {}): Promise<DetachedCluster> {
+export async function startDetachedCluster(
+  options: { name?: string; nodes?: number; keep?: boolean } = {},
+): Promise<DetachedCluster> {
   // Run the host the same way this module runs: from source (tsx + condition) or from dist.
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
   const script = fileURLToPath(new URL(`./host${ext}`, import.meta.url));
@@ -39,11 +41,20 @@ export async function startDetachedCluster(options: { name?: string; nodes?: num
   lines.close();
   child.stdout!.destroy();
   child.unref();
-  if (!first) throw new ProcessError(`the background host of the cluster exited before it was ready (\`${process.execPath} ${args.join(' ')}\`); run \`baton testenv build\`, then try again`);
+  if (!first)
+    throw new ProcessError(
+      `the background host of the cluster exited before it was ready (\`${process.execPath} ${args.join(' ')}\`); run \`baton testenv build\`, then try again`,
+    );
   const msg = JSON.parse(first) as { ok: boolean; code?: string; message?: string } & Omit<DetachedCluster, 'hostPid'>;
   if (!msg.ok) {
     if (msg.code === 'config') throw new ConfigError(msg.message ?? 'invalid options');
     throw new BatonError((msg.code as never) ?? 'internal', msg.message ?? 'the cluster did not start');
   }
-  return { name: msg.name, server: msg.server, kubeconfigPath: msg.kubeconfigPath, auditLogPath: msg.auditLogPath, hostPid: child.pid! };
+  return {
+    name: msg.name,
+    server: msg.server,
+    kubeconfigPath: msg.kubeconfigPath,
+    auditLogPath: msg.auditLogPath,
+    hostPid: child.pid!,
+  };
 }

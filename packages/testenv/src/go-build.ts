@@ -117,7 +117,11 @@ export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOpt
     await rm(staging, { recursive: true, force: true });
     await mkdir(join(staging, 'bin'), { recursive: true });
     const logPath = join(options.cacheDir, `${spec.name}-${key}.build.log`);
-    options.onProgress?.(`building ${spec.name} (${Object.entries(spec.versions).map(([k, v]) => `${k} ${v}`).join(', ')}); log: ${logPath}`);
+    options.onProgress?.(
+      `building ${spec.name} (${Object.entries(spec.versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}); log: ${logPath}`,
+    );
 
     const args = [
       'build',
@@ -192,12 +196,16 @@ function toResult(spec: GoBuildSpec, dir: string, info: BuildInfo, built: boolea
 async function buildKey(spec: GoBuildSpec, gover: string): Promise<string> {
   const h = createHash('sha256');
   const { readdir } = await import('node:fs/promises');
-  const files = (await readdir(spec.moduleDir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  const files = (await readdir(spec.moduleDir))
+    .filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go'))
+    .sort();
   for (const f of files) {
     h.update(`${f}\0`);
     h.update(await readFile(join(spec.moduleDir, f)));
   }
-  h.update(JSON.stringify([gover, spec.packages, spec.outputNames ?? [], spec.ldflags ?? [], spec.tags ?? [], spec.env ?? {}]));
+  h.update(
+    JSON.stringify([gover, spec.packages, spec.outputNames ?? [], spec.ldflags ?? [], spec.tags ?? [], spec.env ?? {}]),
+  );
   return h.digest('hex').slice(0, 12);
 }
 
@@ -216,7 +224,12 @@ async function runLogged(
   const [file, argv] = timeBin ? [timeBin, ['-f', '%M', '-o', rssFile, cmd, ...args]] : [cmd, [...args]];
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', log.fd, log.fd], detached: true });
+      const child = spawn(file, argv, {
+        cwd: opts.cwd,
+        env: opts.env,
+        stdio: ['ignore', log.fd, log.fd],
+        detached: true,
+      });
       const forward = (sig: NodeJS.Signals) => {
         try {
           process.kill(-child.pid!, sig);

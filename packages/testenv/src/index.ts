@@ -2,13 +2,21 @@ export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
 export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
+export type { DetachedCluster } from './detached.js';
+export { startDetachedCluster } from './detached.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
 export { ensureGoBuild, goVersion } from './go-build.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
-export type { DetachedCluster } from './detached.js';
-export { startDetachedCluster } from './detached.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export type { PollOptions } from './poll.js';
 export { pollUntil } from './poll.js';
 export { freePorts } from './ports.js';
+
+// --- Pulumi engine and offline environment (issue 3) ---
+export type { EnsurePulumiEngineOptions, PulumiEngine } from './pulumi/engine.js';
+export { ensurePulumiEngine, PULUMI_VERSIONS } from './pulumi/engine.js';
+export type { PulumiEnv, PulumiEnvOptions, PulumiRunOptions, PulumiRunResult } from './pulumi/pulumi-env.js';
+export { createPulumiEnv } from './pulumi/pulumi-env.js';
+export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
+export { explainPulumiError } from './pulumi/pulumi-error.js';

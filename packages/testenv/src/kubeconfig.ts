@@ -14,7 +14,12 @@ export function kubeconfigYaml(opts: {
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: opts.name, cluster: { server: opts.server, 'certificate-authority-data': b64(opts.caPem) } }],
-      users: [{ name: opts.name, user: { 'client-certificate-data': b64(opts.certPem), 'client-key-data': b64(opts.keyPem) } }],
+      users: [
+        {
+          name: opts.name,
+          user: { 'client-certificate-data': b64(opts.certPem), 'client-key-data': b64(opts.keyPem) },
+        },
+      ],
       contexts: [{ name: opts.name, context: { cluster: opts.name, user: opts.name } }],
       'current-context': opts.name,
     },

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProcessError } from '@baton/errors';
 import { tailFile } from './tail.js';
@@ -52,10 +52,13 @@ export class ManagedProcess {
         child.once('spawn', resolve);
         child.once('error', (err) =>
           reject(
-            new ProcessError(`${spec.name} could not be started: ${spec.command}: ${err.message}; run \`pnpm baton testenv build\` to (re)build the binaries`, {
-              cause: err,
-              details: { component: spec.name, command: spec.command },
-            }),
+            new ProcessError(
+              `${spec.name} could not be started: ${spec.command}: ${err.message}; run \`pnpm baton testenv build\` to (re)build the binaries`,
+              {
+                cause: err,
+                details: { component: spec.name, command: spec.command },
+              },
+            ),
           ),
         );
       });
@@ -79,7 +82,11 @@ export class ManagedProcess {
 
   /** An error describing an unexpected exit, with the last lines of the component's log. */
   async exitError(): Promise<ProcessError> {
-    const how = this.exited ? (this.exited.signal ? `was killed by ${this.exited.signal}` : `exited with code ${this.exited.code}`) : 'is running';
+    const how = this.exited
+      ? this.exited.signal
+        ? `was killed by ${this.exited.signal}`
+        : `exited with code ${this.exited.code}`
+      : 'is running';
     const tail = await tailFile(this.spec.logPath, 20);
     return new ProcessError(
       `${this.spec.name} ${how} during start: \`${this.spec.command} ${this.spec.args.join(' ')}\`; last lines of ${this.spec.logPath}:\n${tail}\nfix: read the log above; a port clash or a stale data directory are the usual causes (\`pnpm baton testenv down --all\` clears leftovers)`,

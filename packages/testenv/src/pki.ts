@@ -28,7 +28,9 @@ export interface ClusterPki {
 }
 
 function pem(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n');
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n');
   return `-----BEGIN ${label}-----\n${b64.trimEnd()}\n-----END ${label}-----\n`;
 }
 
@@ -41,7 +43,9 @@ async function privatePem(key: webcrypto.CryptoKey): Promise<string> {
 }
 
 function serial(): string {
-  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1');
+  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
 }
 
 /** Creates a fresh PKI for one cluster (ECDSA P-256; a few milliseconds). Validity: `days` from `now`. */
@@ -63,12 +67,18 @@ export async function createClusterPki(options: { now?: Date; days?: number } = 
     ],
   });
 
-  async function issue(subject: string, usage: 'server' | 'client', sans: x509.JsonGeneralNames = []): Promise<CertKeyPair> {
+  async function issue(
+    subject: string,
+    usage: 'server' | 'client',
+    sans: x509.JsonGeneralNames = [],
+  ): Promise<CertKeyPair> {
     const keys = await keyPair();
     const extensions: x509.Extension[] = [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth]),
+      new x509.ExtendedKeyUsageExtension([
+        usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth,
+      ]),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
     ];
     if (sans.length) extensions.push(new x509.SubjectAlternativeNameExtension(sans));

@@ -36,9 +36,12 @@ export async function pollUntil<T>(check: () => Promise<T | undefined>, options:
     }
     if (performance.now() >= deadline) {
       const why = last instanceof Error ? `; last error: ${last.message}` : '';
-      throw new TimeoutError(`timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}${why}${options.hint ? `; ${options.hint}` : ''}`, {
-        details: { what: options.what, timeoutMs: options.timeoutMs },
-      });
+      throw new TimeoutError(
+        `timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}${why}${options.hint ? `; ${options.hint}` : ''}`,
+        {
+          details: { what: options.what, timeoutMs: options.timeoutMs },
+        },
+      );
     }
     await sleep(options.intervalMs ?? 100, undefined, options.signal ? { signal: options.signal } : undefined);
   }

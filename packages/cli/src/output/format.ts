@@ -6,7 +6,11 @@ export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** Renders rows as a table (the given columns), JSON or YAML 1.1, newline-terminated. */
-export function formatRows(rows: readonly Record<string, unknown>[], format: OutputFormat, columns: readonly string[]): string {
+export function formatRows(
+  rows: readonly Record<string, unknown>[],
+  format: OutputFormat,
+  columns: readonly string[],
+): string {
   if (format === 'json') return `${JSON.stringify(rows, null, 2)}\n`;
   if (format === 'yaml') return stringify(rows, { version: '1.1' });
   const table = new Table({ head: columns.map((c) => c.toUpperCase()), style: { head: [], border: [] } });

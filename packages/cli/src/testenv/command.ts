@@ -1,4 +1,3 @@
-import { Command, Option } from '@commander-js/extra-typings';
 import { ConfigError } from '@baton/errors';
 import {
   CONTROL_PLANE_VERSIONS,
@@ -8,6 +7,7 @@ import {
   startDetachedCluster,
   stopClusterByName,
 } from '@baton/testenv';
+import { Command, Option } from '@commander-js/extra-typings';
 import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -15,14 +15,17 @@ const err = (line: string) => process.stderr.write(`${line}\n`);
 function intOption(flag: string) {
   return (v: string) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${flag} ${v} is invalid: use a whole number of 0 or more`);
+    if (!Number.isInteger(n) || n < 0)
+      throw new ConfigError(`${flag} ${v} is invalid: use a whole number of 0 or more`);
     return n;
   };
 }
 
 /** `baton testenv …`: real local control planes for tests, benchmarks and the demo. */
 export function testenvCommand(): Command {
-  const cmd = new Command('testenv').description('start, list and stop real local Kubernetes control planes (built from Go modules)');
+  const cmd = new Command('testenv').description(
+    'start, list and stop real local Kubernetes control planes (built from Go modules)',
+  );
 
   cmd
     .command('up')
@@ -38,7 +41,9 @@ export function testenvCommand(): Command {
       const out = { name: c.name, server: c.server, kubeconfigPath: c.kubeconfigPath, auditLogPath: c.auditLogPath };
       if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
       else {
-        process.stdout.write(`cluster ${c.name} is running at ${c.server}\n  kubeconfig: ${c.kubeconfigPath}\n  audit log:  ${c.auditLogPath ?? '(off)'}\n`);
+        process.stdout.write(
+          `cluster ${c.name} is running at ${c.server}\n  kubeconfig: ${c.kubeconfigPath}\n  audit log:  ${c.auditLogPath ?? '(off)'}\n`,
+        );
         process.stdout.write(`  stop it with: pnpm baton testenv down --name ${c.name}\n`);
       }
     });
@@ -66,7 +71,10 @@ export function testenvCommand(): Command {
     .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table' as const))
     .action(async (o) => {
       const c = (await listClusters()).find((x) => x.name === o.name);
-      if (!c?.isRunning) throw new ConfigError(`no running cluster named "${o.name}"; \`baton testenv ls\` lists them, \`baton testenv up\` starts one`);
+      if (!c?.isRunning)
+        throw new ConfigError(
+          `no running cluster named "${o.name}"; \`baton testenv ls\` lists them, \`baton testenv up\` starts one`,
+        );
       const http = await KubeHttp.fromKubeconfig(c.kubeconfigPath);
       try {
         const res = await http.request('GET', '/api/v1/nodes');
@@ -114,7 +122,11 @@ export function testenvCommand(): Command {
         dir: b.dir,
       }));
       if (o.json) process.stdout.write(`${JSON.stringify({ versions: CONTROL_PLANE_VERSIONS, builds }, null, 2)}\n`);
-      else for (const b of builds) process.stdout.write(`${b.name}: ${b.built ? 'built' : 'cached'} ${JSON.stringify(b.versions)} ${JSON.stringify(b.sizesMB)} MB\n`);
+      else
+        for (const b of builds)
+          process.stdout.write(
+            `${b.name}: ${b.built ? 'built' : 'cached'} ${JSON.stringify(b.versions)} ${JSON.stringify(b.sizesMB)} MB\n`,
+          );
     });
 
   return cmd;

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BuildError } from '@baton/errors';
-import { type GoBuildResult, type GoBuildSpec, ensureGoBuild } from '../go-build.js';
+import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from '../go-build.js';
 import { cacheRoot, goModulesDir } from '../paths.js';
 
 const execFileAsync = promisify(execFile);
@@ -91,8 +91,13 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
   if (!options.force && !options.cacheDir && memo) return memo;
   const run = (async (): Promise<PulumiEngine> => {
     const cacheDir = options.cacheDir ?? join(cacheRoot(), 'testenv', 'bin');
-    const opts = { cacheDir, force: options.force ?? false, ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+    const opts = {
+      cacheDir,
+      force: options.force ?? false,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    };
     const cli = await ensureGoBuild(cliSpec(), opts);
+    await bundleDynamicProviderPlugin(cli.dir);
     const providerDir = await stageProviderModule(join(cacheDir, 'src'));
     const provider = await ensureGoBuild(providerSpec(providerDir), opts);
     return {
@@ -111,6 +116,21 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
     });
   }
   return run;
+}
+
+/**
+ * Puts `pulumi-resource-pulumi-nodejs` (the shell script that starts `@pulumi/pulumi`'s dynamic-provider host) next to
+ * the CLI, where upstream's release archive has it and where the engine looks for bundled plugins even with
+ * PULUMI_IGNORE_AMBIENT_PLUGINS set. It ships in the sdk/v3 module zip of the same release.
+ */
+async function bundleDynamicProviderPlugin(cliDir: string): Promise<void> {
+  const target = join(cliDir, 'bin', 'pulumi-resource-pulumi-nodejs');
+  if (existsSync(target)) return;
+  const sdkDir = await downloadModule(join(goModulesDir, 'pulumi'), 'github.com/pulumi/pulumi/sdk/v3');
+  const staging = `${target}.${process.pid}.tmp`;
+  await copyFile(join(sdkDir, 'nodejs', 'dist', 'pulumi-resource-pulumi-nodejs'), staging);
+  await chmod(staging, 0o755);
+  await rename(staging, target);
 }
 
 /**

@@ -186,10 +186,16 @@ async function runPulumi(
       resolve({ stdout, stderr, exitCode: code ?? (signal ? 128 : -1) });
     });
   }).catch((err: unknown) => {
-    throw explainPulumiError(err, { operation: `${args.slice(0, 2).join(' ')}`, home: options.home, ...stackOf(options) });
+    throw explainPulumiError(err, {
+      operation: `${args.slice(0, 2).join(' ')}`,
+      home: options.home,
+      ...stackOf(options),
+    });
   });
   if (result.exitCode !== 0) {
-    const err = new Error(`pulumi ${args.join(' ')} exited with ${result.exitCode}\n${result.stderr}\n${result.stdout}`);
+    const err = new Error(
+      `pulumi ${args.join(' ')} exited with ${result.exitCode}\n${result.stderr}\n${result.stdout}`,
+    );
     throw explainPulumiError(err, { operation: args.slice(0, 2).join(' '), home: options.home, ...stackOf(options) });
   }
   return result;

@@ -46,7 +46,8 @@ export function explainPulumiError(err: unknown, context: PulumiErrorContext = {
       { cause: err, details },
     );
   }
-  const plugin = /no (resource|language) plugin '([^']+)' found|could not find plugin|failed to load plugin ([^\s:]+)/.exec(text);
+  const plugin =
+    /no (resource|language) plugin '([^']+)' found|could not find plugin|failed to load plugin ([^\s:]+)/.exec(text);
   if (plugin || (text.includes('ENOENT') && /pulumi/.test(text))) {
     const which = plugin?.[2] ?? plugin?.[3] ?? 'the pulumi CLI or a plugin';
     return new BuildError(
@@ -54,7 +55,11 @@ export function explainPulumiError(err: unknown, context: PulumiErrorContext = {
       { cause: err, details },
     );
   }
-  if (/cluster is unreachable|connect: connection refused|no such host|i\/o timeout|Unable to connect to the server/.test(text)) {
+  if (
+    /cluster is unreachable|connect: connection refused|no such host|i\/o timeout|Unable to connect to the server/.test(
+      text,
+    )
+  ) {
     return new KubeApiError(
       `${what} failed: the Kubernetes provider cannot reach the cluster${context.server ? ` at ${context.server}` : ''} (${firstMatch(text, /dial tcp [^\n"]+|cluster is unreachable[^\n]*/) ?? 'connection failed'}); start the cluster (\`pnpm baton testenv up\`) or fix the server in the kubeconfig given to the provider, then run \`up\` again`,
       { cause: err, details: { ...details, server: context.server } },

@@ -1,0 +1,253 @@
+import { execFile, spawn } from 'node:child_process';
+import { timingSafeEqual } from 'node:crypto';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { ConfigError, ProcessError } from '@baton/errors';
+
+const execFileAsync = promisify(execFile);
+
+/** One account of the test Git server (HTTP basic auth). */
+export interface GitServerUser {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** Options of {@link startGitServer}. */
+export interface StartGitServerOptions {
+  /** Accounts allowed to read (and push). @default one generated `baton` user */
+  readonly users?: readonly GitServerUser[];
+  /** Path of the git executable. @default '/usr/bin/git' */
+  readonly gitPath?: string;
+}
+
+/** A running smart-HTTP Git server on loopback; see {@link startGitServer}. */
+export interface GitServer {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** The first user's credentials (what a pull-credential Secret would hold). */
+  readonly credentials: GitServerUser;
+  /** Folder holding the bare repositories and their working clones. */
+  readonly dir: string;
+  /** Clone URL of repository `name` (no credentials in it). */
+  repoUrl(name: string): string;
+  /** Creates an empty bare repository `name` with default branch `main`. @throws ConfigError if it exists. */
+  createRepo(name: string): Promise<void>;
+  /**
+   * Writes (string) or deletes (null) files in repository `name` and commits them to `main`.
+   * @returns the new commit's SHA.
+   */
+  commitFiles(name: string, files: Readonly<Record<string, string | null>>, message: string): Promise<string>;
+  /** Number of HTTP requests answered so far, by status code (for tests of auth and polling). */
+  readonly requestCounts: ReadonlyMap<number, number>;
+  /** Stops the HTTP server, waits for in-flight backends, and deletes the repositories. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real Git server for tests and the demo: bare repositories served over smart HTTP by
+ * Debian's `git http-backend` (CGI) behind a loopback Node HTTP server with basic auth. Nothing
+ * outlives {@link GitServer.stop}: each backend is a short-lived child of one request.
+ * @throws ProcessError when git cannot be run.
+ */
+export async function startGitServer(options: StartGitServerOptions = {}): Promise<GitServer> {
+  const git = options.gitPath ?? '/usr/bin/git';
+  const users = options.users?.length
+    ? [...options.users]
+    : [{ username: 'baton', password: `pw-${process.pid}-${process.hrtime.bigint()}` }];
+  const dir = await mkdtemp(join(tmpdir(), 'baton-git-'));
+  const reposDir = join(dir, 'repos');
+  const worksDir = join(dir, 'work');
+  await mkdir(reposDir);
+  await mkdir(worksDir);
+  const counts = new Map<number, number>();
+  const children = new Set<ReturnType<typeof spawn>>();
+  const repos = new Set<string>();
+  // Commits to one repository are serialised: git's index lock would fail concurrent writers.
+  const queues = new Map<string, Promise<unknown>>();
+
+  const runGit = async (args: readonly string[], cwd: string): Promise<string> => {
+    try {
+      const { stdout } = await execFileAsync(git, [...args], { cwd, env: gitEnv(), maxBuffer: 64 * 1024 * 1024 });
+      return stdout.trim();
+    } catch (err) {
+      throw new ProcessError(`git ${args[0]} failed in ${cwd}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+
+  const count = (status: number) => counts.set(status, (counts.get(status) ?? 0) + 1);
+
+  const isAuthorized = (header: string | undefined): string | undefined => {
+    if (!header?.startsWith('Basic ')) return undefined;
+    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
+    const i = decoded.indexOf(':');
+    const [u, p] = [decoded.slice(0, i), decoded.slice(i + 1)];
+    const match = users.find((x) => x.username === u && safeEqual(x.password, p));
+    return match?.username;
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const user = isAuthorized(req.headers.authorization);
+    if (!user) {
+      count(401);
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="baton-git"', 'content-type': 'text/plain' });
+      res.end('authentication required\n');
+      return;
+    }
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      GIT_PROJECT_ROOT: reposDir,
+      GIT_HTTP_EXPORT_ALL: '1',
+      GIT_HTTP_MAX_REQUEST_BUFFER: '100M',
+      REQUEST_METHOD: req.method ?? 'GET',
+      PATH_INFO: decodeURIComponent(url.pathname),
+      QUERY_STRING: url.search.replace(/^\?/, ''),
+      CONTENT_TYPE: req.headers['content-type'] ?? '',
+      REMOTE_USER: user,
+      REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
+      GIT_PROTOCOL: (req.headers['git-protocol'] as string | undefined) ?? '',
+      HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+    };
+    if (req.headers['content-length']) env.CONTENT_LENGTH = req.headers['content-length'];
+    const child = spawn(git, ['http-backend'], { env, stdio: ['pipe', 'pipe', 'ignore'] });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    child.once('error', () => {
+      if (!res.headersSent) {
+        count(500);
+        res.writeHead(500).end();
+      }
+    });
+    req.pipe(child.stdin);
+    child.stdin.on('error', () => {});
+    // CGI output: headers, a blank line, then the body, which streams through unchanged.
+    let head = Buffer.alloc(0);
+    let headersDone = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      const sep = head.indexOf('\r\n\r\n');
+      const sepLf = head.indexOf('\n\n');
+      const [end, len] = sep >= 0 ? [sep, 4] : sepLf >= 0 ? [sepLf, 2] : [-1, 0];
+      if (end < 0) return;
+      headersDone = true;
+      let status = 200;
+      const headers: Record<string, string> = {};
+      for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
+        const c = line.indexOf(':');
+        if (c < 0) continue;
+        const k = line.slice(0, c).trim();
+        const v = line.slice(c + 1).trim();
+        if (k.toLowerCase() === 'status') status = Number.parseInt(v, 10);
+        else headers[k] = v;
+      }
+      count(status);
+      res.writeHead(status, headers);
+      res.write(head.subarray(end + len));
+    });
+    child.stdout.on('end', () => {
+      if (!headersDone) {
+        count(502);
+        res.writeHead(502).end('git http-backend produced no response\n');
+      } else res.end();
+    });
+  };
+
+  const server: Server = createServer(handle);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const createRepo = async (name: string) => {
+    if (!/^[a-z0-9][a-z0-9._-]*$/.test(name))
+      throw new ConfigError(
+        `git server: repository name "${name}" is invalid; use lowercase letters, digits, '.', '_' and '-'`,
+      );
+    if (repos.has(name)) throw new ConfigError(`git server: repository "${name}" already exists; pick another name`);
+    repos.add(name);
+    const bare = join(reposDir, `${name}.git`);
+    await runGit(['init', '--quiet', '--bare', '--initial-branch=main', bare], dir);
+    await runGit(['config', 'http.receivepack', 'true'], bare);
+    await runGit(['init', '--quiet', '--initial-branch=main', join(worksDir, name)], dir);
+  };
+
+  const commitOnce = async (name: string, files: Readonly<Record<string, string | null>>, message: string) => {
+    if (!repos.has(name))
+      throw new ConfigError(`git server: repository "${name}" does not exist; call createRepo("${name}") first`);
+    const work = join(worksDir, name);
+    for (const [path, content] of Object.entries(files)) {
+      if (path.startsWith('/') || path.split('/').includes('..'))
+        throw new ConfigError(`git server: file path "${path}" must be relative inside the repository`);
+      const abs = join(work, path);
+      if (content === null)
+        await unlink(abs).catch((err: NodeJS.ErrnoException) =>
+          err.code === 'ENOENT' ? undefined : Promise.reject(err),
+        );
+      else {
+        await mkdir(dirname(abs), { recursive: true });
+        await writeFile(abs, content);
+      }
+    }
+    await runGit(['add', '--all'], work);
+    await runGit(['commit', '--quiet', '--allow-empty', '-m', message], work);
+    await runGit(['push', '--quiet', join(reposDir, `${name}.git`), 'HEAD:refs/heads/main'], work);
+    return runGit(['rev-parse', 'HEAD'], work);
+  };
+
+  return {
+    url,
+    credentials: users[0]!,
+    dir,
+    requestCounts: counts,
+    repoUrl: (name) => `${url}/${name}.git`,
+    createRepo,
+    commitFiles: (name, files, message) => {
+      const prev = queues.get(name) ?? Promise.resolve();
+      const next = prev.catch(() => undefined).then(() => commitOnce(name, files, message));
+      queues.set(name, next);
+      return next;
+    },
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      for (const c of children) c.kill('SIGKILL');
+      await Promise.all(
+        [...children].map(
+          (c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(undefined) : c.once('exit', r))),
+        ),
+      );
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function gitEnv(): NodeJS.ProcessEnv {
+  // Commits must not depend on the user's ~/.gitconfig (identity, hooks, signing).
+  return {
+    PATH: process.env.PATH,
+    HOME: tmpdir(),
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_AUTHOR_NAME: 'baton test',
+    GIT_AUTHOR_EMAIL: 'test@baton.invalid',
+    GIT_COMMITTER_NAME: 'baton test',
+    GIT_COMMITTER_EMAIL: 'test@baton.invalid',
+  };
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One-time (idempotent) setup on a fresh machine that has Node.js 20, npm and Go: pnpm, node modules,
+# the Debian packages the tests use, and the pinned binaries built from Go modules (cached by version).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PNPM_VERSION=10.34.9
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version 2>/dev/null)" != "$PNPM_VERSION" ]; then
+  say "installing pnpm $PNPM_VERSION with npm"
+  npm install -g "pnpm@$PNPM_VERSION" >&2
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; else
+    say "Go is required to build the local control plane: install Go 1.26 and run this again"; exit 1
+  fi
+fi
+
+# Debian packages: git (git http-backend serves the test Git repositories), chromium (the audit report test).
+missing=()
+command -v git >/dev/null 2>&1 || missing+=(git)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  else
+    say "please install these Debian packages (as root): ${missing[*]}"; exit 1
+  fi
+fi
+
+say "installing node modules"
+pnpm install --frozen-lockfile --reporter=silent >&2
+
+say "building (or reusing) the pinned binaries from Go modules"
+node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build >&2

@@ -1,0 +1,96 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { listClusters, startCluster } from '@baton/testenv';
+import { describe, expect, it } from 'vitest';
+import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('cluster lifecycle', () => {
+  it('keeps objects across an apiserver restart (etcd persistence)', async () => {
+    const cluster = await startCluster({ nodes: 0 });
+    try {
+      const admin = adminClients(cluster.kubeconfigPath);
+      await admin.core.createNamespacedConfigMap({
+        namespace: 'default',
+        body: { metadata: { name: 'survivor' }, data: { k: 'v' } },
+      });
+      const before = cluster.pids['kube-apiserver'];
+      await cluster.restartApiserver();
+      expect(cluster.pids['kube-apiserver']).not.toBe(before);
+      expect(alive(before!)).toBe(false);
+      const cm = await admin.core.readNamespacedConfigMap({ namespace: 'default', name: 'survivor' });
+      expect(cm.data).toEqual({ k: 'v' });
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+  it('runs two clusters side by side, isolated from each other, and reaps every process on stop', async () => {
+    const [a, b] = await Promise.all([startCluster({ nodes: 1 }), startCluster({ nodes: 1 })]);
+    const pids = [...Object.values(a.pids), ...Object.values(b.pids)];
+    try {
+      expect(a.server).not.toBe(b.server);
+      const ca = adminClients(a.kubeconfigPath);
+      const cb = adminClients(b.kubeconfigPath);
+      await ca.core.createNamespace({ body: { metadata: { name: 'only-in-a' } } });
+      expect(await statusOfCall(() => cb.core.readNamespace({ name: 'only-in-a' }))).toBe(404);
+      expect((await cb.core.listNode()).items.map((n) => n.metadata?.name)).toEqual([`${b.name}-node-0`]);
+      // A's admin certificate is signed by A's CA only: B must reject it.
+      const crossed = adminClients(a.kubeconfigPath);
+      crossed.kc.clusters[0] = { ...crossed.kc.clusters[0]!, server: b.server, caData: b.caData };
+      const cross = crossed.kc.makeApiClient((await import('@kubernetes/client-node')).CoreV1Api);
+      expect(await statusOfCall(() => cross.listNamespace())).toBe(401);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+    expect(pids.filter(alive)).toEqual([]);
+    expect(existsSync(a.dir)).toBe(false);
+    expect(existsSync(b.dir)).toBe(false);
+  });
+
+  it('reaps the components when the owning process is killed with SIGKILL', async () => {
+    const script = `
+      import { startCluster } from '@baton/testenv';
+      const c = await startCluster({ nodes: 0, name: 'orphan-check' });
+      process.stdout.write(JSON.stringify(c.pids) + '\\n');
+      setInterval(() => {}, 1 << 30);
+    `;
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const pids = await new Promise<Record<string, number>>((resolve, reject) => {
+      child.stdout.once('data', (d: Buffer) => resolve(JSON.parse(String(d))));
+      child.once('exit', (code) => reject(new Error(`owner exited early with ${code}`)));
+    });
+    expect(Object.keys(pids).sort()).toEqual([
+      'etcd',
+      'kube-apiserver',
+      'kube-controller-manager',
+      'kube-scheduler',
+      'kwok',
+    ]);
+    child.kill('SIGKILL');
+    await eventually(
+      async () => Object.values(pids).every((p) => !alive(p)),
+      15_000,
+      'every component of the orphaned cluster to be gone',
+    );
+    await eventually(
+      async () => !(await listClusters()).some((c) => c.name === 'orphan-check'),
+      10_000,
+      'the data directory to be removed',
+    );
+  });
+});
