@@ -1,6 +1,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { listClusters, startCluster } from '@baton/testenv';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProcessError } from '@baton/errors';
+import { ensureControlPlaneBinaries, listClusters, startCluster } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
 
@@ -92,5 +96,23 @@ describe('cluster lifecycle', () => {
       10_000,
       'the data directory to be removed',
     );
+  });
+
+  it('fails fast, naming the component, its command and its log, when a component exits during start', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'broken-'));
+    const broken = join(dir, 'kube-apiserver');
+    await writeFile(broken, '#!/bin/sh\necho "E1130 bind: address already in use (simulated)" >&2\nexit 3\n');
+    await chmod(broken, 0o755);
+    const binaries = { ...(await ensureControlPlaneBinaries()), kubeApiserver: broken };
+    const t0 = performance.now();
+    const err = await startCluster({ nodes: 0, binaries, name: 'broken-start' }).catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(30_000);
+    expect(err).toBeInstanceOf(ProcessError);
+    const message = (err as Error).message;
+    expect(message).toMatch(/^kube-apiserver exited with code 3 during start: `.*kube-apiserver --etcd-servers=/);
+    expect(message).toContain('address already in use (simulated)');
+    expect(message).toMatch(/fix: /);
+    // Nothing is left behind: etcd, which had started, is reaped and the data directory removed.
+    expect((await listClusters()).some((c) => c.name === 'broken-start')).toBe(false);
   });
 });

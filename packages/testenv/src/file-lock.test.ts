@@ -1,0 +1,34 @@
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { withFileLock } from './file-lock.js';
+
+describe('withFileLock', () => {
+  it('runs holders one at a time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'lock-'));
+    const lock = join(dir, 'x.lock');
+    const order: string[] = [];
+    const hold = (id: string) =>
+      withFileLock(
+        lock,
+        async () => {
+          order.push(`${id}+`);
+          await new Promise((r) => setTimeout(r, 30));
+          order.push(`${id}-`);
+        },
+        5,
+      );
+    await Promise.all([hold('a'), hold('b'), hold('c')]);
+    for (let i = 0; i < order.length; i += 2) expect(order[i]!.slice(0, 1)).toBe(order[i + 1]!.slice(0, 1));
+  });
+
+  it('takes over a lock whose holder process is gone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'lock-'));
+    const lock = join(dir, 'x.lock');
+    await mkdir(lock);
+    // pid 2^22+1 is above Linux's pid_max default: certainly not running.
+    await writeFile(join(lock, 'pid'), String(4_194_305));
+    await expect(withFileLock(lock, async () => 'ran', 5)).resolves.toBe('ran');
+  });
+});
