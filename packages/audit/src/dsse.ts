@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import type { Signer } from './signing-key.js';
+import { dsseKeyId } from './trusted-keys.js';
+
+/** The payload type in-toto requires for a Statement inside DSSE. */
+export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
+
+// Base64 is checked when it is decoded (strictly, in code): a regex here would scan every payload twice.
+const Base64 = z.string().max(1_048_576);
+
+/** A DSSE v1 JSON envelope: the payload, its type, and one or more signatures over PAE(type, payload). */
+export const DsseEnvelopeSchema = z
+  .strictObject({
+    payload: Base64.describe('base64 of the serialized body (here: an in-toto Statement v1)'),
+    payloadType: z.string().min(1).describe('media type of the payload'),
+    signatures: z
+      .array(
+        z.strictObject({
+          keyid: z.string().describe('unauthenticated hint: name+hash of the signing key'),
+          sig: Base64.describe('base64 Ed25519 signature over PAE(payloadType, payload)'),
+        }),
+      )
+      .min(1)
+      .max(16),
+  })
+  .describe('DSSE v1 envelope');
+
+/** A DSSE v1 JSON envelope. */
+export type DsseEnvelope = z.infer<typeof DsseEnvelopeSchema>;
+
+/**
+ * DSSE v1 Pre-Authentication Encoding: `"DSSEv1" SP len(type) SP type SP len(body) SP body`, lengths in bytes
+ * as ASCII decimal. Signing this instead of the bare body binds the type and avoids canonicalisation.
+ */
+export function preAuthEncoding(payloadType: string, payload: Uint8Array): Buffer {
+  const type = Buffer.from(payloadType, 'utf8');
+  const head = Buffer.from(`DSSEv1 ${type.length} ${payloadType} ${payload.length} `, 'utf8');
+  return Buffer.concat([head, payload]);
+}
+
+/** Signs `payload` with every signer and returns the DSSE envelope. */
+export function signEnvelope(payloadType: string, payload: Uint8Array, signers: readonly Signer[]): DsseEnvelope {
+  const pae = preAuthEncoding(payloadType, payload);
+  return {
+    payload: Buffer.from(payload).toString('base64'),
+    payloadType,
+    signatures: signers.map((s) => ({ keyid: dsseKeyId(s), sig: s.sign(pae).toString('base64') })),
+  };
+}

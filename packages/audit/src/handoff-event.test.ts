@@ -1,0 +1,228 @@
+import { ConfigError } from '@baton/errors';
+import { describe, expect, test } from 'vitest';
+import { checkEntry } from './check-entry.js';
+import { createHandoffEvent, DSSE_CONTENT_TYPE, HANDOFF_EVENT_TYPE, serializeEntry } from './handoff-event.js';
+import { type HandoffRecord, HandoffRecordSchema } from './handoff-record.js';
+import { SigningKey } from './signing-key.js';
+import { HANDOFF_PREDICATE_TYPE, IN_TOTO_STATEMENT_TYPE } from './statement.js';
+import { synthRecords } from './synth.js';
+import { TrustedKeySet } from './trusted-keys.js';
+
+const key = SigningKey.fromSeed('test-key', Buffer.alloc(32, 1));
+const other = SigningKey.fromSeed('other-key', Buffer.alloc(32, 2));
+const keys = new TrustedKeySet({ origin: 'test/log', keys: [{ key: key.verifierKey }] });
+const [handedOff, ...rest] = [...synthRecords(200, { seed: 7 })];
+const failed = rest.find((r) => r.outcome === 'failed')!;
+const RECORDED = '2027-01-01T00:00:00.000Z';
+
+function line(record: HandoffRecord, index = 0, signer: SigningKey | SigningKey[] = key): Buffer {
+  return Buffer.from(serializeEntry(createHandoffEvent(record, signer), index, RECORDED));
+}
+
+function edit(buf: Buffer, fn: (entry: Record<string, unknown>) => void): Buffer {
+  const entry = JSON.parse(buf.toString()) as Record<string, unknown>;
+  fn(entry);
+  return Buffer.from(JSON.stringify(entry));
+}
+
+describe('synthetic records', () => {
+  test('every synthetic record is valid, and outcomes, failed steps and clusters vary', () => {
+    const records = [...synthRecords(500, { seed: 3 })];
+    for (const r of records) expect(HandoffRecordSchema.safeParse(r).error).toBeUndefined();
+    expect(new Set(records.map((r) => r.outcome))).toEqual(new Set(['handed-off', 'failed', 'aborted']));
+    expect(new Set(records.map((r) => r.cluster.name)).size).toBeGreaterThan(10);
+    expect(records.filter((r) => r.failedStep).every((r) => r.outcome !== 'handed-off')).toBe(true);
+  });
+
+  test('the same seed gives the same records', () => {
+    expect([...synthRecords(5, { seed: 9 })]).toEqual([...synthRecords(5, { seed: 9 })]);
+    expect([...synthRecords(5, { seed: 9 })]).not.toEqual([...synthRecords(5, { seed: 10 })]);
+  });
+});
+
+describe('handoff record rules', () => {
+  const mutate = (fn: (r: HandoffRecord) => void): HandoffRecord => {
+    const r = structuredClone(handedOff!);
+    fn(r);
+    return r;
+  };
+
+  test.each([
+    [
+      'a handed-off run without revocation proof',
+      (r: HandoffRecord) => delete (r as { revocation?: unknown }).revocation,
+      /revocation: is required/,
+    ],
+    [
+      'a handed-off run whose token still authenticates',
+      (r: HandoffRecord) => {
+        r.revocation!.tokenReview.authenticated = true;
+      },
+      /must be false/,
+    ],
+    [
+      'a handed-off run whose revoked token got 403',
+      (r: HandoffRecord) => {
+        r.revocation!.directRequest.statusCode = 403;
+      },
+      /must be 401/,
+    ],
+    [
+      'a failed run without failedStep',
+      (r: HandoffRecord) => {
+        r.outcome = 'failed';
+      },
+      /failedStep: is required when the outcome is failed/,
+    ],
+    [
+      'live seconds that contradict the times',
+      (r: HandoffRecord) => {
+        r.credential!.liveSeconds += 30;
+      },
+      /credential.liveSeconds: must be/,
+    ],
+    [
+      'an unknown field',
+      (r: HandoffRecord) => {
+        (r as Record<string, unknown>).tokne = 'x';
+      },
+      /Unrecognized key/,
+    ],
+    [
+      'a bad fingerprint',
+      (r: HandoffRecord) => {
+        r.credential!.fingerprint = 'abc';
+      },
+      /credential.fingerprint: must be sha256/,
+    ],
+  ])('createHandoffEvent rejects %s with a ConfigError naming the field', (_, fn, message) => {
+    const r = mutate(fn);
+    expect(() => createHandoffEvent(r, key)).toThrow(ConfigError);
+    expect(() => createHandoffEvent(r, key)).toThrow(message);
+  });
+
+  test('a record carrying a token is refused, and the message names the field but not the token', () => {
+    const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl';
+    const r = mutate((x) => {
+      x.error = `push failed: Authorization: Bearer ${jwt}`;
+      x.outcome = 'failed';
+      x.failedStep = 'push';
+    });
+    let message = '';
+    try {
+      createHandoffEvent(r, key);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/handoff record error: looks like a credential/);
+    expect(message).not.toContain('eyJ');
+  });
+});
+
+describe('handoff events', () => {
+  test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', () => {
+    const event = createHandoffEvent(handedOff!, key);
+    expect(event).toMatchObject({
+      specversion: '1.0',
+      id: handedOff!.runId,
+      source: `urn:baton:${handedOff!.actor.via}`,
+      type: HANDOFF_EVENT_TYPE,
+      subject: `cluster/${handedOff!.cluster.name}`,
+      time: handedOff!.finishedAt,
+      datacontenttype: DSSE_CONTENT_TYPE,
+    });
+    const statement = JSON.parse(Buffer.from(event.data.payload, 'base64').toString());
+    expect(statement._type).toBe(IN_TOTO_STATEMENT_TYPE);
+    expect(statement.predicateType).toBe(HANDOFF_PREDICATE_TYPE);
+    expect(statement.subject.map((s: { digest: object }) => Object.keys(s.digest)[0])).toEqual([
+      'sha256',
+      'sha256',
+      'gitCommit',
+    ]);
+    expect(statement.predicate).toEqual(handedOff);
+  });
+
+  test('a log line has a fixed key order, so the same event at the same place gives the same bytes', () => {
+    const event = createHandoffEvent(failed, key);
+    const a = serializeEntry(event, 3, RECORDED);
+    expect(serializeEntry(structuredClone(event), 3, RECORDED)).toBe(a);
+    expect(Object.keys(JSON.parse(a))).toEqual([
+      'specversion',
+      'id',
+      'source',
+      'type',
+      'subject',
+      'time',
+      'datacontenttype',
+      'recordedtime',
+      'batonindex',
+      'data',
+    ]);
+  });
+});
+
+describe('checking one entry', () => {
+  test('a good entry passes and reports its index and recorded time', () => {
+    const check = checkEntry(line(handedOff!, 4), keys);
+    expect(check).toEqual({ index: 4, recordedMs: Date.parse(RECORDED), problem: undefined });
+  });
+
+  test('an entry dual-signed during key rotation verifies with either key trusted', () => {
+    const l = line(handedOff!, 0, [other, key]);
+    expect(checkEntry(l, keys).problem).toBeUndefined();
+    expect(
+      checkEntry(l, new TrustedKeySet({ origin: 'o', keys: [{ key: other.verifierKey }] })).problem,
+    ).toBeUndefined();
+  });
+
+  test.each([
+    ['bytes that are not UTF-8', () => Buffer.from([0xff, 0xfe]), 'corrupt', /UTF-8/],
+    ['a line that is not JSON', () => Buffer.from('{"specversion":'), 'corrupt', /not JSON/],
+    ['JSON that is not an entry', () => Buffer.from('{"a":1}'), 'corrupt', /not a handoff log entry/],
+    [
+      'a payload changed after signing',
+      () =>
+        edit(line(handedOff!), (e) => {
+          const d = e.data as { payload: string };
+          const stmt = JSON.parse(Buffer.from(d.payload, 'base64').toString());
+          stmt.predicate.outcome = 'failed';
+          d.payload = Buffer.from(JSON.stringify(stmt)).toString('base64');
+        }),
+      'signature',
+      /does not verify/,
+    ],
+    [
+      'an envelope subject that disagrees with the signed record',
+      () =>
+        edit(line(handedOff!), (e) => {
+          e.subject = 'cluster/other';
+        }),
+      'binding',
+      /envelope subject/,
+    ],
+    ['a signature by an untrusted key', () => line(handedOff!, 0, other), 'unknown-key', /not trusted \(other-key\+/],
+    [
+      'an event dated after it was recorded',
+      () =>
+        edit(line(handedOff!), (e) => {
+          e.recordedtime = '2020-01-01T00:00:00.000Z';
+        }),
+      'time-order',
+      /after it was recorded/,
+    ],
+  ])('%s is reported as %s', (_, make, kind, message) => {
+    const check = checkEntry(make(), keys);
+    expect(check.problem?.kind).toBe(kind);
+    expect(check.problem?.message).toMatch(message);
+  });
+
+  test('a trusted key outside its validity window does not count', () => {
+    const rotated = new TrustedKeySet({
+      origin: 'o',
+      keys: [{ key: key.verifierKey, validUntil: '2025-01-01T00:00:00Z' }],
+    });
+    const check = checkEntry(line(handedOff!), rotated);
+    expect(check.problem?.kind).toBe('unknown-key');
+    expect(check.problem?.message).toMatch(/trusted only until 2025-01-01T00:00:00.000Z, but the event is dated 2026/);
+  });
+});

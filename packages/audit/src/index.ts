@@ -1,0 +1,63 @@
+// The public API of @baton/audit. Everything else is internal.
+export type { AppendResult, AuditLogOptions, RepairReport } from './audit-log.js';
+export { AuditLog } from './audit-log.js';
+export type { Checkpoint } from './checkpoint.js';
+export { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+export { checkpointsDir, listCheckpoints } from './checkpoint-store.js';
+export type { DsseEnvelope } from './dsse.js';
+export { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, preAuthEncoding } from './dsse.js';
+export type { HandoffEvent, LogEntry } from './handoff-event.js';
+export {
+  createHandoffEvent,
+  DSSE_CONTENT_TYPE,
+  HANDOFF_EVENT_TYPE,
+  HandoffEventSchema,
+  LogEntrySchema,
+} from './handoff-event.js';
+export type { HandoffRecord } from './handoff-record.js';
+export {
+  credentialLiveSeconds,
+  HANDOFF_STEPS,
+  HandoffOutcome,
+  HandoffRecordSchema,
+} from './handoff-record.js';
+export { readSigningKeyFile, writeSigningKeyFile } from './key-files.js';
+export {
+  consistencyProof,
+  inclusionProof,
+  rootFromInclusionProof,
+  verifyConsistencyProof,
+  verifyInclusionProof,
+} from './merkle-proof.js';
+export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from './merkle-tree.js';
+export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
+export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
+export type { DecodedEntry } from './read-entries.js';
+export { decodeEntry, readEntries } from './read-entries.js';
+export type { NoteSignature, ParsedNote } from './signed-note.js';
+export { parseNote, signNote } from './signed-note.js';
+export type { Signer, VerifierKey } from './signing-key.js';
+export {
+  formatVerifierKey,
+  generateSigningKey,
+  noteKeyId,
+  parseSigningKey,
+  parseVerifierKey,
+  SigningKey,
+} from './signing-key.js';
+export type { HandoffStatement } from './statement.js';
+export { HANDOFF_PREDICATE_TYPE, HandoffStatementSchema, IN_TOTO_STATEMENT_TYPE } from './statement.js';
+export type { SynthOptions } from './synth.js';
+export { synthRecords } from './synth.js';
+export type { TrustedKey, TrustedKeysFile } from './trusted-keys.js';
+export {
+  formatTrustedKeys,
+  loadTrustedKeys,
+  parseTrustedKeys,
+  TrustedKeySet,
+  TrustedKeysFileSchema,
+} from './trusted-keys.js';
+export type { VerifyLogOptions } from './verify-log.js';
+export { verifyLog } from './verify-log.js';
+export type { VerifyFailure, VerifyResult } from './verify-result.js';
+export { VerifyFailureKind } from './verify-result.js';

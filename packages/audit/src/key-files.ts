@@ -1,0 +1,60 @@
+import { chmod, open, readFile, stat } from 'node:fs/promises';
+import { ConfigError } from '@baton/errors';
+import { describeFsError } from './fs-error.js';
+import { formatSigningKey, parseSigningKey, type SigningKey } from './signing-key.js';
+
+const KEYGEN_HINT = 'create one with `baton audit keygen --out <dir>`';
+
+/**
+ * Writes a signing key to a new file with mode 0600. Refuses to overwrite an existing file, so a key that
+ * signed a log is never lost by accident.
+ * @throws {ConfigError} when the file exists or cannot be created.
+ */
+export async function writeSigningKeyFile(path: string, key: SigningKey): Promise<void> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, 'wx', 0o600);
+  } catch (err) {
+    const why = (err as { code?: unknown }).code === 'EEXIST' ? 'it already exists' : describeFsError(err);
+    throw new ConfigError(`cannot write signing key ${path}: ${why}; choose another --out directory or --name`, {
+      cause: err,
+    });
+  }
+  try {
+    // open()'s mode is filtered by the umask, which can only remove bits; chmod makes 0600 exact.
+    await chmod(path, 0o600);
+    await handle.writeFile(`${formatSigningKey(key)}\n`, 'utf8');
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads a signing key file written by {@link writeSigningKeyFile} (`PRIVATE+KEY+name+hash+base64`).
+ * Like ssh, it refuses a key file that group or others can read.
+ * @throws {ConfigError} naming the file and the fix when it is unreadable, too open or malformed; never
+ * includes key material in the message.
+ */
+export async function readSigningKeyFile(path: string): Promise<SigningKey> {
+  let text: string;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+    if ((info.mode & 0o077) !== 0) {
+      throw new ConfigError(
+        `signing key ${path} is readable by others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}); ` +
+          `run chmod 600 ${path}`,
+      );
+    }
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`cannot read signing key ${path}: ${describeFsError(err)}; ${KEYGEN_HINT}`, { cause: err });
+  }
+  const parsed = parseSigningKey(text.trim());
+  if (typeof parsed === 'string') {
+    throw new ConfigError(`signing key ${path} is not a baton signing key: ${parsed}; ${KEYGEN_HINT}`);
+  }
+  return parsed;
+}

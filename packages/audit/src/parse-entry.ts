@@ -1,0 +1,62 @@
+import { isUtf8 } from 'node:buffer';
+import { IN_TOTO_PAYLOAD_TYPE } from './dsse.js';
+import { type LogEntry, LogEntrySchema } from './handoff-event.js';
+import { formatPath } from './parse-yaml.js';
+import { decodeStrictBase64 } from './signing-key.js';
+import { type HandoffStatement, HandoffStatementSchema } from './statement.js';
+
+/** A log line that parsed as an entry, with its decoded DSSE payload. */
+export interface ParsedLine {
+  readonly entry: LogEntry;
+  readonly payload: Buffer;
+}
+
+/** Why a line is not an entry; `index` is its batonindex when that much could be read. */
+export interface LineProblem {
+  readonly problem: string;
+  readonly index?: number;
+}
+
+/** Parses one log line (bytes without newline) as an entry and decodes its payload. Never throws. */
+export function parseLogLine(line: Uint8Array): ParsedLine | LineProblem {
+  if (!isUtf8(line)) return { problem: 'is not valid UTF-8' };
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'));
+  } catch (err) {
+    return { problem: `is not JSON (${(err as Error).message})` };
+  }
+  const parsed = LogEntrySchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const raw = (json ?? {}) as { batonindex?: unknown };
+    return {
+      problem: `is not a handoff log entry: ${formatPath(issue.path) || 'line'}: ${issue.message}`,
+      ...(typeof raw.batonindex === 'number' ? { index: raw.batonindex } : {}),
+    };
+  }
+  const entry = parsed.data;
+  if (entry.data.payloadType !== IN_TOTO_PAYLOAD_TYPE) {
+    return {
+      problem: `has DSSE payloadType "${entry.data.payloadType}", not ${IN_TOTO_PAYLOAD_TYPE}`,
+      index: entry.batonindex,
+    };
+  }
+  const payload = decodeStrictBase64(entry.data.payload);
+  if (!payload) return { problem: 'has a DSSE payload that is not canonical base64', index: entry.batonindex };
+  return { entry, payload };
+}
+
+/** Parses a DSSE payload as a handoff statement. Returns a reason string instead of throwing. */
+export function parseStatementPayload(payload: Buffer): HandoffStatement | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return 'has a signed payload that is not JSON';
+  }
+  const statement = HandoffStatementSchema.safeParse(json);
+  if (statement.success) return statement.data;
+  const issue = statement.error.issues[0]!;
+  return `has a signed statement that breaks the schema at ${formatPath(issue.path)}: ${issue.message}`;
+}

@@ -1,0 +1,57 @@
+import { ConfigError } from '@baton/errors';
+import { describeFsError } from './fs-error.js';
+import type { LogEntry } from './handoff-event.js';
+import { forEachLine, type LineBlock, readLineBlocks } from './line-blocks.js';
+import { parseLogLine, parseStatementPayload } from './parse-entry.js';
+import type { HandoffStatement } from './statement.js';
+
+/** One entry read back from a log (not verified: use {@link verifyLog} for that). */
+export interface DecodedEntry {
+  /** Position in the log (0-based); the file line is `index + 1`. */
+  readonly index: number;
+  readonly entry: LogEntry;
+  readonly statement: HandoffStatement;
+}
+
+/** Decodes one log line without checking signatures. Returns a reason string instead of throwing. */
+export function decodeEntry(line: Uint8Array): { entry: LogEntry; statement: HandoffStatement } | string {
+  const parsed = parseLogLine(line);
+  if ('problem' in parsed) return parsed.problem;
+  const statement = parseStatementPayload(parsed.payload);
+  return typeof statement === 'string' ? statement : { entry: parsed.entry, statement };
+}
+
+/**
+ * Streams a log's entries in order, decoded but not verified (for listing and reports). A trailing line without a
+ * newline (an append in progress) is skipped.
+ * @throws {ConfigError} when the file cannot be read or a line is not an entry, naming the file, line and cause.
+ */
+export async function* readEntries(logPath: string): AsyncGenerator<DecodedEntry> {
+  let index = 0;
+  const blocks = readLineBlocks(logPath);
+  for (;;) {
+    let next: IteratorResult<LineBlock>;
+    try {
+      next = await blocks.next();
+    } catch (err) {
+      throw new ConfigError(`cannot read audit log ${logPath}: ${describeFsError(err)}`, { cause: err });
+    }
+    if (next.done || next.value.type === 'torn') return;
+    if (next.value.type === 'oversized') {
+      throw new ConfigError(`${logPath}:${index + 1}: line is longer than 1 MiB; this is not a baton audit log`);
+    }
+    const bytes = next.value.bytes;
+    const decoded: DecodedEntry[] = [];
+    forEachLine(bytes, (s, e) => {
+      const d = decodeEntry(bytes.subarray(s, e));
+      if (typeof d === 'string') {
+        throw new ConfigError(
+          `${logPath}:${index + 1}: entry ${index} ${d}; run \`baton audit verify\` to check the whole log`,
+        );
+      }
+      decoded.push({ index, ...d });
+      index++;
+    });
+    yield* decoded;
+  }
+}
