@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '@baton/errors';
+import { describe, expect, it } from 'vitest';
+import { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+
+const fixture = fileURLToPath(new URL('../../../test/fixtures/handoff/plan.yaml', import.meta.url));
+
+describe('handoff plan', () => {
+  it('loads the fixture plan, applies defaults and resolves paths against the plan file', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    expect(plan.batonNamespace).toBe('baton-system');
+    expect(plan.push.fieldManager).toBe('baton-bootstrap');
+    expect(plan.controller.fieldManager).toBe('baton-controller');
+    expect(plan.controller.status).toEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'gitops-controller-status',
+      revisionPath: 'data.revision',
+    });
+    expect(plan.takeover.requireOwnership).toBe(true);
+    expect(plan.push.manifests).toBe(
+      fileURLToPath(new URL('../../../test/fixtures/handoff/controller', import.meta.url)),
+    );
+  });
+
+  it('refuses an undeclared push credential, naming the file and the field', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    const bad = { ...plan, push: { ...plan.push, credential: 'cluster-admin' } };
+    expect(() => parseHandoffPlan(bad, 'plan.yaml')).toThrow(ConfigError);
+    expect(() => parseHandoffPlan(bad, 'plan.yaml')).toThrow(/^plan\.yaml: invalid handoff plan: .*push\.credential/);
+  });
+
+  it('refuses unknown fields (typos fail)', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    expect(() => parseHandoffPlan({ ...plan, timout: 3 }, 'p.yaml')).toThrow(/timout/);
+  });
+
+  it('caps the push window at the token lifetime (600 s)', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    expect(() => parseHandoffPlan({ ...plan, push: { ...plan.push, budgetSeconds: 601 } }, 'p.yaml')).toThrow(
+      /push\.budgetSeconds/,
+    );
+  });
+
+  it('keeps schemas/handoff-plan.schema.json in step with the zod schema (run `pnpm --filter @baton/core schemas`)', () => {
+    const onDisk = JSON.parse(
+      readFileSync(new URL('../schemas/handoff-plan.schema.json', import.meta.url), 'utf8'),
+    ) as unknown;
+    expect(onDisk).toEqual(handoffPlanJsonSchema());
+  });
+});

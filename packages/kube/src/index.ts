@@ -1,0 +1,31 @@
+// The public API of @baton/kube. Everything else is internal.
+export type { BootstrapIdentity, BootstrapIdentityRef, MintOptions, RevokeResult } from './bootstrap-identity.js';
+export {
+  BOOTSTRAP_COMPONENT,
+  BOOTSTRAP_COMPONENT_LABEL,
+  bootstrapName,
+  bootstrapRefFor,
+  decodeJwtClaims,
+  findBootstrapLeftovers,
+  MIN_TOKEN_SECONDS,
+  mintBootstrapIdentity,
+  RUN_ID_LABEL,
+  revokeBootstrapIdentity,
+} from './bootstrap-identity.js';
+export type { KubeClients } from './kube-clients.js';
+export { clientsFromKubeConfig, clientsFromKubeconfigFile, clientsFromToken } from './kube-clients.js';
+export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
+export type { KindInfo, KubeObject } from './kube-object.js';
+export { describeObject, INSTALL_KINDS } from './kube-object.js';
+export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
+export { acquireHandoffLock, LockHeldError, releaseHandoffLock } from './lease-lock.js';
+export type { BootstrapRules, RbacRule } from './rbac-rules.js';
+export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
+export type { DeploymentState, FieldOwnership } from './readiness.js';
+export { deploymentState, fieldOwnership, readPath } from './readiness.js';
+export type { RulesDiff } from './rules-review.js';
+export { diffEffectiveRules } from './rules-review.js';
+export type { ServerSideApplyOptions } from './server-side-apply.js';
+export { readObject, serverSideApply } from './server-side-apply.js';
+export type { TokenReviewResult } from './token-review.js';
+export { probeToken, reviewToken } from './token-review.js';

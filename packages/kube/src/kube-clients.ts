@@ -1,0 +1,89 @@
+import { ConfigError } from '@baton/errors';
+import * as k8s from '@kubernetes/client-node';
+
+/** The typed API clients baton uses, all built from one KubeConfig. */
+export interface KubeClients {
+  /** The configuration the clients were built from. */
+  readonly kc: k8s.KubeConfig;
+  /** API server URL. */
+  readonly server: string;
+  /** Base64 PEM of the API server CA, when the kubeconfig carries one. */
+  readonly caData: string | undefined;
+  readonly core: k8s.CoreV1Api;
+  readonly apps: k8s.AppsV1Api;
+  readonly rbac: k8s.RbacAuthorizationV1Api;
+  readonly authn: k8s.AuthenticationV1Api;
+  readonly authz: k8s.AuthorizationV1Api;
+  readonly coordination: k8s.CoordinationV1Api;
+  readonly version: k8s.VersionApi;
+  readonly objects: k8s.KubernetesObjectApi;
+}
+
+/** Builds {@link KubeClients} from a loaded KubeConfig. */
+export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster)
+    throw new ConfigError(`kubeconfig context "${kc.getCurrentContext()}" names no cluster; fix the context`);
+  return {
+    kc,
+    server: cluster.server,
+    caData: cluster.caData,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
+    authn: kc.makeApiClient(k8s.AuthenticationV1Api),
+    authz: kc.makeApiClient(k8s.AuthorizationV1Api),
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+    version: kc.makeApiClient(k8s.VersionApi),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+  };
+}
+
+/**
+ * Loads a kubeconfig as kubectl does: the file (or `$KUBECONFIG` resolution when no path is given) and an optional
+ * context.
+ * @throws {ConfigError} when the file cannot be read or the context does not exist.
+ */
+export function clientsFromKubeconfigFile(path: string, context?: string): KubeClients {
+  const kc = new k8s.KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (err) {
+    throw new ConfigError(
+      `cannot load kubeconfig ${path}: ${(err as Error).message}; pass --kubeconfig with a readable file`,
+      {
+        cause: err,
+      },
+    );
+  }
+  if (context !== undefined) {
+    if (!kc.getContextObject(context)) {
+      throw new ConfigError(
+        `kubeconfig ${path} has no context "${context}"; choose one of: ${kc
+          .getContexts()
+          .map((c) => c.name)
+          .join(', ')}`,
+      );
+    }
+    kc.setCurrentContext(context);
+  }
+  return clientsFromKubeConfig(kc);
+}
+
+/**
+ * Clients that authenticate with a bearer token only (no client certificate), against `server` and its CA.
+ * The token lives only inside the returned KubeConfig; never log it.
+ */
+export function clientsFromToken(
+  target: { readonly server: string; readonly caData: string | undefined },
+  token: string,
+): KubeClients {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'target', server: target.server, caData: target.caData, skipTLSVerify: false }],
+    users: [{ name: 'bearer', token }],
+    contexts: [{ name: 'bearer', cluster: 'target', user: 'bearer' }],
+    currentContext: 'bearer',
+  });
+  return clientsFromKubeConfig(kc);
+}

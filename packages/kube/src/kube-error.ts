@@ -1,0 +1,49 @@
+import { KubeApiError } from '@baton/errors';
+import { ApiException } from '@kubernetes/client-node';
+
+/** The HTTP status of a failed client-node call, or 0 when the error did not come from the API server. */
+export function statusOf(err: unknown): number {
+  if (err instanceof ApiException) return err.code;
+  if (err instanceof KubeApiError) return Number(err.details?.status ?? 0);
+  return 0;
+}
+
+/**
+ * Wraps a client-node failure in a {@link KubeApiError} whose message names the call and the object.
+ * Only the status and the API server's reason are kept: response bodies may echo request content.
+ */
+export function toKubeApiError(err: unknown, what: string, fix = ''): KubeApiError {
+  if (err instanceof KubeApiError) return err;
+  const status = statusOf(err);
+  let reason = '';
+  if (err instanceof ApiException) {
+    const body = err.body as unknown;
+    const parsed = typeof body === 'string' ? safeJson(body) : body;
+    const message = (parsed as { message?: unknown } | undefined)?.message;
+    reason = typeof message === 'string' ? message : '';
+  } else if (err instanceof Error) {
+    reason = err.message;
+  }
+  const suffix = fix ? `; ${fix}` : '';
+  return new KubeApiError(`${what} failed${status ? ` (HTTP ${status})` : ''}${reason ? `: ${reason}` : ''}${suffix}`, {
+    cause: err,
+    details: { status, what },
+  });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `call`, turning an API failure into a {@link KubeApiError} that names `what`. */
+export async function kubeCall<T>(what: string, call: () => Promise<T>, fix = ''): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw toKubeApiError(err, what, fix);
+  }
+}

@@ -1,0 +1,133 @@
+import type { V1PolicyRule } from '@kubernetes/client-node';
+import { INSTALL_KINDS, type KubeObject } from './kube-object.js';
+
+/** An RBAC rule in baton's own shape (sorted, no wildcards). `namespace` absent means cluster-wide. */
+export interface RbacRule {
+  readonly namespace?: string;
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+  readonly resourceNames?: readonly string[];
+}
+
+/** The rules of the bootstrap credential: cluster-wide ones (a ClusterRole) and one Role per namespace. */
+export interface BootstrapRules {
+  /** Rules bound cluster-wide (cluster-scoped objects). */
+  readonly cluster: readonly RbacRule[];
+  /** Rules bound in one namespace each, keyed by namespace. */
+  readonly namespaced: Readonly<Record<string, readonly RbacRule[]>>;
+}
+
+const RBAC_GROUP = 'rbac.authorization.k8s.io';
+
+/**
+ * Computes the narrowest rules that let a credential server-side-apply exactly `objects`:
+ * - `get` and `patch` restricted by `resourceNames` to the objects' names;
+ * - `create` without names (the API cannot restrict it by name), except for Namespaces, which the mint step
+ *   creates with the operator's credential so that the Roles below have somewhere to live;
+ * - `escalate` on the Roles/ClusterRoles in the set and `bind` on the roles their bindings reference, by name,
+ *   so the credential can install the controller's RBAC without holding the controller's permissions.
+ * Never a wildcard. The input must already be validated (only {@link INSTALL_KINDS}).
+ */
+export function computeBootstrapRules(objects: readonly KubeObject[]): BootstrapRules {
+  // key: scope \0 group \0 resource -> names
+  const names = new Map<string, Set<string>>();
+  const escalate = new Map<string, Set<string>>();
+  const bind = new Map<string, Set<string>>();
+  const add = (m: Map<string, Set<string>>, key: string, name: string) => {
+    const s = m.get(key) ?? new Set<string>();
+    s.add(name);
+    m.set(key, s);
+  };
+  for (const o of objects) {
+    const info = INSTALL_KINDS[o.kind];
+    if (!info)
+      throw new Error(`computeBootstrapRules: kind ${o.kind} is not an install kind; validate the manifest set first`);
+    const scope = info.isNamespaced ? (o.metadata.namespace ?? '') : '';
+    add(names, key(scope, info.group, info.resource), o.metadata.name);
+    if (o.kind === 'Role' || o.kind === 'ClusterRole')
+      add(escalate, key(scope, RBAC_GROUP, info.resource), o.metadata.name);
+    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') {
+      const ref = (o as { roleRef?: { kind?: string; name?: string } }).roleRef;
+      if (ref?.name && ref.kind) {
+        // A RoleBinding to a ClusterRole is checked as `bind` on the ClusterRole in the binding's namespace.
+        const refResource = ref.kind === 'ClusterRole' ? 'clusterroles' : 'roles';
+        add(bind, key(scope, RBAC_GROUP, refResource), ref.name);
+      }
+    }
+  }
+  const out = new Map<string, RbacRule[]>();
+  const push = (scope: string, rule: Omit<RbacRule, 'namespace'>) => {
+    const list = out.get(scope) ?? [];
+    list.push(scope ? { namespace: scope, ...rule } : rule);
+    out.set(scope, list);
+  };
+  for (const [k, set] of sorted(names)) {
+    const [scope, group, resource] = k.split('\0') as [string, string, string];
+    if (resource !== 'namespaces') push(scope, { apiGroups: [group], resources: [resource], verbs: ['create'] });
+    push(scope, { apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [...set].sort() });
+  }
+  for (const [verb, m] of [
+    ['bind', bind],
+    ['escalate', escalate],
+  ] as const) {
+    for (const [k, set] of sorted(m)) {
+      const [scope, group, resource] = k.split('\0') as [string, string, string];
+      push(scope, { apiGroups: [group], resources: [resource], verbs: [verb], resourceNames: [...set].sort() });
+    }
+  }
+  const namespaced: Record<string, RbacRule[]> = {};
+  for (const [scope, rules] of [...out].sort(([a], [b]) => a.localeCompare(b))) {
+    if (scope) namespaced[scope] = rules;
+  }
+  return { cluster: out.get('') ?? [], namespaced };
+}
+
+function key(scope: string, group: string, resource: string): string {
+  return `${scope}\0${group}\0${resource}`;
+}
+
+function sorted<V>(m: Map<string, V>): [string, V][] {
+  return [...m].sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** Every rule of `rules` flattened to one list, namespaced rules carrying their namespace. */
+export function flattenRules(rules: BootstrapRules): RbacRule[] {
+  return [...rules.cluster, ...Object.values(rules.namespaced).flat()];
+}
+
+/** Converts a rule to the API's PolicyRule (dropping baton's `namespace`). */
+export function toPolicyRule(rule: RbacRule): V1PolicyRule {
+  const r: V1PolicyRule = { apiGroups: [...rule.apiGroups], resources: [...rule.resources], verbs: [...rule.verbs] };
+  if (rule.resourceNames) r.resourceNames = [...rule.resourceNames];
+  return r;
+}
+
+/**
+ * Flattens rules to atoms `group|resource|verb|name` (`*` when unrestricted by name), so that two rule lists can
+ * be compared however the API server merges or splits them.
+ */
+export function ruleAtoms(
+  rules: readonly {
+    apiGroups?: readonly string[];
+    resources?: readonly string[];
+    verbs: readonly string[];
+    resourceNames?: readonly string[];
+  }[],
+): Set<string> {
+  const atoms = new Set<string>();
+  for (const r of rules) {
+    const names = r.resourceNames && r.resourceNames.length > 0 ? r.resourceNames : ['*'];
+    for (const g of r.apiGroups ?? []) {
+      for (const res of r.resources ?? []) {
+        for (const v of r.verbs) for (const n of names) atoms.add(`${g}|${res}|${v}|${n}`);
+      }
+    }
+  }
+  return atoms;
+}
+
+/** True when a rule list grants a wildcard anywhere (group, resource, verb) or cluster-admin-like breadth. */
+export function hasWildcard(rules: readonly RbacRule[]): boolean {
+  return rules.some((r) => [...r.apiGroups, ...r.resources, ...r.verbs].includes('*'));
+}

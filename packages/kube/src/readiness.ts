@@ -1,0 +1,69 @@
+import type { KubeClients } from './kube-clients.js';
+import { kubeCall, statusOf } from './kube-error.js';
+import type { KubeObject } from './kube-object.js';
+
+/** Where a Deployment stands on its way to Available. */
+export interface DeploymentState {
+  readonly isAvailable: boolean;
+  /** A short human reason when not available. */
+  readonly reason: string;
+}
+
+/**
+ * Reads a Deployment and says whether it is Available for its current generation.
+ * @throws {KubeApiError} when the read fails for another reason than "not found".
+ */
+export async function deploymentState(clients: KubeClients, namespace: string, name: string): Promise<DeploymentState> {
+  let d: Awaited<ReturnType<KubeClients['apps']['readNamespacedDeployment']>>;
+  try {
+    d = await clients.apps.readNamespacedDeployment({ namespace, name });
+  } catch (err) {
+    if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
+    return kubeCall(`read Deployment ${namespace}/${name}`, () => Promise.reject(err));
+  }
+  const observed = d.status?.observedGeneration ?? 0;
+  if (observed < (d.metadata?.generation ?? 0)) return { isAvailable: false, reason: 'generation not observed yet' };
+  const available = d.status?.conditions?.find((c) => c.type === 'Available');
+  if (available?.status !== 'True')
+    return { isAvailable: false, reason: available?.message ?? 'no Available condition' };
+  const want = d.spec?.replicas ?? 1;
+  if ((d.status?.availableReplicas ?? 0) < want)
+    return { isAvailable: false, reason: `${d.status?.availableReplicas ?? 0}/${want} available` };
+  return { isAvailable: true, reason: 'available' };
+}
+
+/** Who owns an object's fields, from `managedFields`. */
+export interface FieldOwnership {
+  /** Field managers with an entry (excluding status subresources), sorted. */
+  readonly managers: readonly string[];
+  /** True when `manager` applied the object (operation Apply). */
+  readonly isAppliedBy: boolean;
+  /** Managers in `foreign` that still own fields. */
+  readonly foreignOwners: readonly string[];
+}
+
+/**
+ * Reads `managedFields`: whether `manager` applies the object and which of `foreign` managers still own fields.
+ * Status subresource entries (controllers reporting status) do not count.
+ */
+export function fieldOwnership(o: KubeObject, manager: string, foreign: readonly string[]): FieldOwnership {
+  const entries = (
+    (o.metadata.managedFields as { manager?: string; operation?: string; subresource?: string }[] | undefined) ?? []
+  ).filter((e) => !e.subresource);
+  const managers = [...new Set(entries.map((e) => e.manager ?? ''))].sort();
+  return {
+    managers,
+    isAppliedBy: entries.some((e) => e.manager === manager && e.operation === 'Apply'),
+    foreignOwners: managers.filter((m) => foreign.includes(m)),
+  };
+}
+
+/** Reads a dotted path (`status.lastAppliedRevision`, `data.revision`) from an object; undefined when absent. */
+export function readPath(o: unknown, path: string): unknown {
+  let cur: unknown = o;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
