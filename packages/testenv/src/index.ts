@@ -4,6 +4,8 @@ export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plan
 export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
 export type { DetachedCluster } from './detached.js';
 export { startDetachedCluster } from './detached.js';
+export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
+export { startGitServer } from './git-server.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
 export { ensureGoBuild, goVersion } from './go-build.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';

@@ -1,0 +1,614 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fingerprint } from '@baton/core';
+import { isBatonError } from '@baton/errors';
+import type { Logger } from 'pino';
+import { Applier, type ProtectedIdentity, SyncError } from './applier.js';
+import { type Clock, realClock } from './clock.js';
+import { fetchRevision, type GitAuth, GitFailure, GitFetchError } from './git-source.js';
+import {
+  type Condition,
+  GITSYNC_API_VERSION,
+  type GitSync,
+  type GitSyncSpec,
+  type GitSyncStatus,
+  parseGitSyncSpec,
+} from './gitsync.js';
+import type { KubeClient } from './kube-client.js';
+import { LeaderElector } from './leader-election.js';
+import { Metrics } from './metrics.js';
+import { renderDirectory } from './render.js';
+
+/** Options of {@link startController}. Every collaborator is swappable. */
+export interface ControllerOptions {
+  /** Client authenticated as the controller's own ServiceAccount. */
+  readonly kube: KubeClient;
+  /** JSON logger (pass `createLogger()` from `@baton/core`). */
+  readonly log: Logger;
+  /** @default realClock */
+  readonly clock?: Clock;
+  /** Namespace of the GitSync, the Lease, and the Secrets it references. */
+  readonly namespace: string;
+  /** Name of the GitSync to reconcile. @default 'baton-controller' */
+  readonly gitSyncName?: string;
+  /** This replica's identity in the Lease (the pod name). */
+  readonly identity: string;
+  /** Writable folder for the Git checkout. */
+  readonly workDir: string;
+  /** Port of the health, metrics and webhook server; 0 picks a free one. @default 8080 */
+  readonly port?: number;
+  /** Address to listen on. @default '0.0.0.0' */
+  readonly host?: string;
+  /** Lease name. @default 'baton-controller' */
+  readonly leaseName?: string;
+  /** Lease validity. @default 15 */
+  readonly leaseDurationSeconds?: number;
+  /** Lease renew / retry period. @default 2_000 */
+  readonly leaseRetryMs?: number;
+  /** Objects never pruned. @default { namespace, serviceAccount: 'baton-controller', deployment: 'baton-controller' } */
+  readonly protect?: ProtectedIdentity;
+  /** git executable. @default 'git' */
+  readonly gitPath?: string;
+  /** First retry delay after a failed sync, doubled up to the interval. @default 2_000 */
+  readonly retryBaseMs?: number;
+  /** How long SIGTERM waits for a running sync. @default 20_000 */
+  readonly shutdownGraceMs?: number;
+}
+
+/** What one sync produced, also returned by {@link RunningController.syncNow}. */
+export interface SyncOutcome {
+  readonly syncId: string;
+  readonly isOk: boolean;
+  readonly revision?: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly durationSeconds: number;
+  readonly appliedCount: number;
+}
+
+/** A started controller. */
+export interface RunningController {
+  /** `http://host:port` of the health / metrics / webhook server. */
+  readonly url: string;
+  /** True while this replica holds the Lease. */
+  readonly isLeader: boolean;
+  /** The last finished sync. */
+  readonly lastSync: SyncOutcome | undefined;
+  /** Prometheus metrics. */
+  readonly metrics: Metrics;
+  /** Requests a sync as soon as possible (what the webhook calls). */
+  trigger(): void;
+  /** Stops gracefully: finishes the running sync, releases the Lease, closes the server. Idempotent. */
+  stop(): Promise<void>;
+  /** Resolves when the controller has stopped. */
+  readonly done: Promise<void>;
+}
+
+const WEBHOOK_PATH = '/webhook';
+
+/**
+ * Starts the controller: leader election, the sync loop (poll at `spec.intervalSeconds`, or at once
+ * on a webhook call), and the HTTP server with `/healthz`, `/readyz`, `/metrics` and `POST /webhook`.
+ * @throws when the HTTP port cannot be bound.
+ */
+export async function startController(options: ControllerOptions): Promise<RunningController> {
+  const c = new Controller(options);
+  await c.listen();
+  c.start();
+  return c.handle();
+}
+
+class Controller {
+  private readonly o: ControllerOptions;
+  private readonly clock: Clock;
+  private readonly name: string;
+  private readonly log: Logger;
+  private readonly applier: Applier;
+  private readonly elector: LeaderElector;
+  private readonly metrics = new Metrics();
+  private readonly stopCtl = new AbortController();
+  private server: Server | undefined;
+  private url = '';
+  private syncCounter = 0;
+  private eventCounter = 0;
+  private hasSynced = false;
+  private pending = false;
+  private wake: (() => void) | undefined;
+  private failures = 0;
+  private webhookKey: string | undefined;
+  private lastEvent = '';
+  private lastSync: SyncOutcome | undefined;
+  private syncAbort: AbortController | undefined;
+  private loop: Promise<void> = Promise.resolve();
+  private electing: Promise<void> = Promise.resolve();
+  private stopping: Promise<void> | undefined;
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.clock = o.clock ?? realClock;
+    this.name = o.gitSyncName ?? 'baton-controller';
+    this.log = o.log.child({ gitSync: `${o.namespace}/${this.name}`, identity: o.identity });
+    this.applier = new Applier({ kube: o.kube, log: this.log, clock: this.clock });
+    this.elector = new LeaderElector({
+      kube: o.kube,
+      log: this.log,
+      clock: this.clock,
+      namespace: o.namespace,
+      name: o.leaseName ?? 'baton-controller',
+      identity: o.identity,
+      ...(o.leaseDurationSeconds ? { leaseDurationSeconds: o.leaseDurationSeconds } : {}),
+      ...(o.leaseRetryMs ? { retryMs: o.leaseRetryMs } : {}),
+    });
+    this.elector.onChange((isLeader) => {
+      this.metrics.setLeader(isLeader);
+      if (!isLeader) this.syncAbort?.abort(new Error('lost leadership'));
+      this.wakeUp();
+    });
+  }
+
+  handle(): RunningController {
+    const self = this;
+    return {
+      url: this.url,
+      get isLeader() {
+        return self.elector.isLeader;
+      },
+      get lastSync() {
+        return self.lastSync;
+      },
+      metrics: this.metrics,
+      trigger: () => this.trigger(),
+      stop: () => this.stop(),
+      done: this.stopCtl.signal.aborted
+        ? Promise.resolve()
+        : new Promise((r) => this.stopCtl.signal.addEventListener('abort', () => r(undefined))).then(
+            () => this.stopping,
+          ),
+    };
+  }
+
+  async listen() {
+    this.server = createServer((req, res) => {
+      this.route(req, res).catch((err) => {
+        this.log.error({ err: (err as Error).message }, 'http handler failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    const server = this.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.o.port ?? 8080, this.o.host ?? '0.0.0.0', resolve);
+    });
+    const a = server.address() as AddressInfo;
+    this.url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address === '0.0.0.0' ? '127.0.0.1' : a.address}:${a.port}`;
+  }
+
+  start() {
+    this.electing = this.elector.run(this.stopCtl.signal);
+    this.loop = this.runLoop();
+  }
+
+  private trigger() {
+    this.pending = true;
+    this.wakeUp();
+  }
+
+  private wakeUp() {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private async runLoop() {
+    let interval = 60_000;
+    while (!this.stopCtl.signal.aborted) {
+      let waitMs = 1_000;
+      if (this.elector.isLeader) {
+        this.pending = false;
+        this.syncAbort = new AbortController();
+        const outcome = await this.syncOnce(this.syncAbort.signal);
+        interval = outcome.intervalMs ?? interval;
+        this.failures = outcome.isOk ? 0 : this.failures + 1;
+        // Failed syncs back off exponentially up to the interval: a broken source is never a hot loop.
+        waitMs = outcome.isOk
+          ? interval
+          : Math.min(interval, (this.o.retryBaseMs ?? 2_000) * 2 ** Math.min(this.failures - 1, 10));
+        if (this.pending) continue;
+      }
+      if (this.stopCtl.signal.aborted) break;
+      const waitCtl = new AbortController();
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        this.clock.sleep(waitMs, AbortSignal.any([waitCtl.signal, this.stopCtl.signal])).then(resolve, resolve);
+      });
+      waitCtl.abort();
+    }
+  }
+
+  private async stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.log.info('stopping');
+      const grace = this.o.shutdownGraceMs ?? 20_000;
+      const timer = setTimeout(() => this.syncAbort?.abort(new Error('shutdown grace period over')), grace);
+      this.stopCtl.abort();
+      this.wakeUp();
+      await this.loop;
+      clearTimeout(timer);
+      await this.electing;
+      await new Promise<void>((resolve) => {
+        if (!this.server) return resolve();
+        this.server.close(() => resolve());
+        this.server.closeAllConnections();
+      });
+      this.o.kube.close();
+      this.log.info('stopped');
+    })();
+    return this.stopping;
+  }
+
+  private gitSyncPath(sub = '') {
+    return `/apis/${GITSYNC_API_VERSION}/namespaces/${this.o.namespace}/gitsyncs/${this.name}${sub}`;
+  }
+
+  private async syncOnce(signal: AbortSignal): Promise<SyncOutcome & { intervalMs?: number }> {
+    const syncId = `${this.o.identity}-${++this.syncCounter}`;
+    let log = this.log.child({ syncId });
+    const t0 = this.clock.now();
+    let gs: GitSync | undefined;
+    let spec: GitSyncSpec | undefined;
+    let revision: string | undefined;
+    const where = `GitSync ${this.o.namespace}/${this.name}`;
+    try {
+      gs = await this.o.kube.get<GitSync>(this.gitSyncPath(), signal);
+      if (!gs)
+        throw new SyncError(
+          'GitSyncNotFound',
+          `${where} does not exist; apply it (bootstrap-manifests/baton-controller/gitsync.yaml)`,
+          { isStalled: true },
+        );
+      try {
+        spec = parseGitSyncSpec(gs.spec, where);
+      } catch (err) {
+        throw new SyncError('InvalidSpec', (err as Error).message, { isStalled: true });
+      }
+      if (spec.suspend) {
+        const outcome = {
+          syncId,
+          isOk: true,
+          reason: 'Suspended',
+          message: 'spec.suspend is true; nothing is applied or pruned',
+          durationSeconds: 0,
+          appliedCount: 0,
+        };
+        this.lastSync = outcome;
+        return { ...outcome, intervalMs: spec.intervalSeconds * 1000 };
+      }
+      const auth = spec.secretRef ? await this.readAuth(spec.secretRef.name, signal) : undefined;
+      if (spec.webhookSecretRef) this.webhookKey = await this.readWebhookKey(spec.webhookSecretRef.name, signal);
+      log.debug(
+        { credential: auth ? fingerprint('bearerToken' in auth ? auth.bearerToken : auth.password) : undefined },
+        'fetching',
+      );
+      const fetched = await fetchRevision(
+        { url: spec.url, ref: spec.ref, workDir: join(this.o.workDir, 'repo'), auth, signal, timeoutMs: 60_000 },
+        this.o.gitPath ?? 'git',
+      );
+      revision = fetched.revision;
+      log = log.child({ revision });
+      const isNewRevision = gs.status?.lastAttemptedRevision !== revision;
+      if (isNewRevision)
+        await this.writeStatus(gs, { lastAttemptedRevision: revision }, [
+          cond('Reconciling', 'True', 'Progressing', `applying revision ${revision}`),
+        ]);
+      let objects: Awaited<ReturnType<typeof renderDirectory>>;
+      try {
+        objects = await renderDirectory(fetched.dir, spec.path);
+      } catch (err) {
+        throw new SyncError('RenderFailed', `revision ${revision.slice(0, 12)}: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      const result = await this.applier.apply(objects, {
+        previousInventory: gs.status?.inventory ?? [],
+        prune: spec.prune,
+        protect: this.o.protect ?? {
+          namespace: this.o.namespace,
+          serviceAccount: 'baton-controller',
+          deployment: 'baton-controller',
+        },
+        signal,
+      });
+      const durationSeconds = (this.clock.now() - t0) / 1000;
+      const refused = result.pruneRefused.length
+        ? `; refused to prune ${result.pruneRefused.length} protected object(s): ${result.pruneRefused.slice(0, 3).join(', ')}`
+        : '';
+      const message = `applied revision ${revision}: ${result.inventory.length} objects (${result.appliedCount} sent, ${result.pruned.length} pruned, ${result.drifted.length} drift reverted)${refused}`;
+      await this.writeStatus(
+        gs,
+        {
+          lastAppliedRevision: revision,
+          lastAttemptedRevision: revision,
+          inventory: result.inventory,
+          inventoryCount: result.inventory.length,
+          driftedObjects: result.drifted,
+          pruneRefused: result.pruneRefused,
+          lastError: '',
+        },
+        [
+          cond('Ready', 'True', 'Succeeded', message),
+          cond('Reconciling', 'False', 'Succeeded', message),
+          cond('Stalled', 'False', 'Succeeded', 'the last sync succeeded'),
+        ],
+      );
+      if (isNewRevision || result.pruned.length || result.drifted.length)
+        await this.event(gs, 'Normal', 'Applied', message);
+      if (result.pruneRefused.length)
+        await this.event(
+          gs,
+          'Warning',
+          'PruneRefused',
+          `refused to prune ${result.pruneRefused.join(', ')}: they are the controller's own identity or RBAC, or are annotated baton.dev/prune=disabled; delete them by hand if intended`,
+        );
+      if (result.drifted.length)
+        log.warn({ drifted: result.drifted.slice(0, 20), driftCount: result.drifted.length }, 'drift reverted');
+      this.metrics.observeSync(durationSeconds, true, result.appliedCount, result.pruned.length);
+      this.metrics.setInventory(result.inventory.length);
+      log.info(
+        {
+          durationMs: Math.round(durationSeconds * 1000),
+          objects: result.inventory.length,
+          applied: result.appliedCount,
+          pruned: result.pruned.length,
+        },
+        'sync succeeded',
+      );
+      this.hasSynced = true;
+      const outcome = {
+        syncId,
+        isOk: true,
+        revision,
+        reason: 'Succeeded',
+        message,
+        durationSeconds,
+        appliedCount: result.appliedCount,
+      };
+      this.lastSync = outcome;
+      return { ...outcome, intervalMs: spec.intervalSeconds * 1000 };
+    } catch (err) {
+      const durationSeconds = (this.clock.now() - t0) / 1000;
+      if (signal.aborted) {
+        log.info({ why: String(signal.reason) }, 'sync aborted');
+        return {
+          syncId,
+          isOk: false,
+          reason: 'Aborted',
+          message: String(signal.reason),
+          durationSeconds,
+          appliedCount: 0,
+        };
+      }
+      const { reason, isStalled } = classify(err);
+      const message = isBatonError(err) ? err.message : `unexpected error: ${(err as Error).message}`;
+      log.error({ reason, isStalled, err: message }, 'sync failed');
+      this.metrics.observeSync(durationSeconds, false, 0, 0);
+      this.metrics.observeError(reason);
+      if (gs) {
+        try {
+          await this.writeStatus(gs, { ...(revision ? { lastAttemptedRevision: revision } : {}), lastError: message }, [
+            cond('Ready', 'False', reason, message),
+            cond('Reconciling', 'False', reason, 'the last sync failed; retrying with backoff'),
+            cond(
+              'Stalled',
+              isStalled ? 'True' : 'False',
+              isStalled ? reason : 'Retrying',
+              isStalled ? message : 'the last failure may be transient; retrying',
+            ),
+          ]);
+          await this.event(gs, 'Warning', reason, message);
+        } catch (statusErr) {
+          log.error({ err: (statusErr as Error).message }, 'status update failed');
+        }
+      }
+      const outcome = {
+        syncId,
+        isOk: false,
+        ...(revision ? { revision } : {}),
+        reason,
+        message,
+        durationSeconds,
+        appliedCount: 0,
+      };
+      this.lastSync = outcome;
+      return { ...outcome, ...(spec ? { intervalMs: spec.intervalSeconds * 1000 } : {}) };
+    }
+  }
+
+  private async readSecret(name: string, signal?: AbortSignal): Promise<Record<string, string>> {
+    const s = await this.o.kube.get<{ data?: Record<string, string> }>(
+      `/api/v1/namespaces/${this.o.namespace}/secrets/${name}`,
+      signal,
+    );
+    if (!s)
+      throw new SyncError(
+        'SecretNotFound',
+        `Secret ${this.o.namespace}/${name} referenced by the GitSync does not exist; create it (keys username+password or bearerToken)`,
+        { isStalled: true },
+      );
+    return Object.fromEntries(
+      Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+  }
+
+  private async readAuth(name: string, signal?: AbortSignal): Promise<GitAuth> {
+    const d = await this.readSecret(name, signal);
+    if (d.bearerToken) return { bearerToken: d.bearerToken };
+    if (d.username !== undefined && d.password !== undefined) return { username: d.username, password: d.password };
+    throw new SyncError(
+      'InvalidSecret',
+      `Secret ${this.o.namespace}/${name} has neither bearerToken nor username+password; add those keys`,
+      { isStalled: true },
+    );
+  }
+
+  private async readWebhookKey(name: string, signal?: AbortSignal): Promise<string> {
+    const d = await this.readSecret(name, signal);
+    if (!d.secret)
+      throw new SyncError(
+        'InvalidSecret',
+        `Secret ${this.o.namespace}/${name} has no key "secret" for the webhook HMAC; add it`,
+        { isStalled: true },
+      );
+    return d.secret;
+  }
+
+  private async writeStatus(gs: GitSync, patch: Partial<GitSyncStatus>, conditions: Condition[]) {
+    const prev = gs.status?.conditions ?? [];
+    const merged = [...prev.filter((p) => !conditions.some((c) => c.type === p.type))];
+    for (const c of conditions) {
+      const old = prev.find((p) => p.type === c.type);
+      merged.push({
+        ...c,
+        lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : c.lastTransitionTime,
+        ...(gs.metadata.generation ? { observedGeneration: gs.metadata.generation } : {}),
+      });
+    }
+    merged.sort((a, b) => a.type.localeCompare(b.type));
+    for (const c of merged)
+      if (!c.lastTransitionTime)
+        c.lastTransitionTime = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const status: GitSyncStatus = {
+      ...(gs.status ?? {}),
+      ...patch,
+      conditions: merged,
+      lastSyncTime: new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      ...(gs.metadata.generation ? { observedGeneration: gs.metadata.generation } : {}),
+    };
+    const updated = await this.o.kube.call<GitSync>(
+      'PATCH',
+      this.gitSyncPath('/status'),
+      { status },
+      'application/merge-patch+json',
+    );
+    gs.status = updated.status ?? status;
+    if (updated.metadata.resourceVersion) gs.metadata.resourceVersion = updated.metadata.resourceVersion;
+  }
+
+  private async event(gs: GitSync, type: 'Normal' | 'Warning', reason: string, message: string) {
+    // Repeating the same failure every retry would flood the namespace: one event per new message.
+    const key = `${type}/${reason}/${message}`;
+    if (key === this.lastEvent) return;
+    this.lastEvent = key;
+    const now = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    try {
+      await this.o.kube.call('POST', `/api/v1/namespaces/${this.o.namespace}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: {
+          name: `${this.name}.${this.clock.now().toString(16)}${(++this.eventCounter).toString(16)}`,
+          namespace: this.o.namespace,
+        },
+        involvedObject: {
+          apiVersion: GITSYNC_API_VERSION,
+          kind: 'GitSync',
+          name: this.name,
+          namespace: this.o.namespace,
+          uid: gs.metadata.uid,
+          resourceVersion: gs.metadata.resourceVersion,
+        },
+        type,
+        reason,
+        message: message.slice(0, 1024),
+        source: { component: 'baton-controller' },
+        reportingComponent: 'baton-controller',
+        reportingInstance: this.o.identity,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      });
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'event not recorded');
+    }
+  }
+
+  private isReady(): boolean {
+    if (this.hasSynced && this.elector.isLeader) return true;
+    // A standby is ready when it sees another replica holding the Lease.
+    return (
+      !this.elector.isLeader &&
+      this.elector.observedHolder !== undefined &&
+      this.elector.observedHolder !== this.o.identity
+    );
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse) {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/healthz') return text(res, 200, 'ok\n');
+    if (req.method === 'GET' && path === '/readyz')
+      return this.isReady() ? text(res, 200, 'ok\n') : text(res, 503, 'not ready: no successful sync yet\n');
+    if (req.method === 'GET' && path === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(this.metrics.render());
+      return;
+    }
+    if (req.method === 'POST' && path === WEBHOOK_PATH) return this.webhook(req, res);
+    return text(res, 404, 'not found\n');
+  }
+
+  private async webhook(req: IncomingMessage, res: ServerResponse) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const c of req) {
+      size += (c as Buffer).length;
+      if (size > 1024 * 1024) {
+        this.metrics.observeWebhook('too_large');
+        return text(res, 413, 'payload too large\n');
+      }
+      chunks.push(c as Buffer);
+    }
+    if (!this.webhookKey) {
+      try {
+        const gs = await this.o.kube.get<GitSync>(this.gitSyncPath());
+        const ref = gs ? parseGitSyncSpec(gs.spec, 'GitSync').webhookSecretRef : undefined;
+        if (ref) this.webhookKey = await this.readWebhookKey(ref.name);
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message }, 'webhook secret unavailable');
+      }
+    }
+    if (!this.webhookKey) {
+      this.metrics.observeWebhook('disabled');
+      return text(res, 404, 'webhook disabled: set spec.webhookSecretRef on the GitSync\n');
+    }
+    const sig = String(req.headers['x-hub-signature-256'] ?? '');
+    const want = `sha256=${createHmac('sha256', this.webhookKey).update(Buffer.concat(chunks)).digest('hex')}`;
+    if (sig.length !== want.length || !timingSafeEqual(Buffer.from(sig), Buffer.from(want))) {
+      this.metrics.observeWebhook('unauthorized');
+      this.log.warn('webhook signature rejected');
+      return text(res, 401, 'invalid signature: send X-Hub-Signature-256: sha256=HMAC-SHA256(body, secret)\n');
+    }
+    if (!this.elector.isLeader) {
+      this.metrics.observeWebhook('not_leader');
+      return text(res, 503, 'this replica is a standby; retry (the leader syncs)\n');
+    }
+    this.metrics.observeWebhook('accepted');
+    this.log.info('webhook accepted; syncing now');
+    this.trigger();
+    return text(res, 202, 'sync triggered\n');
+  }
+}
+
+function text(res: ServerResponse, status: number, body: string) {
+  res.writeHead(status, { 'content-type': 'text/plain' });
+  res.end(body);
+}
+
+function cond(type: string, status: Condition['status'], reason: string, message: string): Condition {
+  return { type, status, reason, message: message.slice(0, 32_000), lastTransitionTime: '' };
+}
+
+function classify(err: unknown): { reason: string; isStalled: boolean } {
+  if (err instanceof SyncError) return { reason: err.reason, isStalled: err.isStalled };
+  if (err instanceof GitFetchError) return { reason: err.reason, isStalled: err.reason !== GitFailure.unreachable };
+  return { reason: 'SyncFailed', isStalled: false };
+}

@@ -1,0 +1,27 @@
+// The curated public API of @baton/controller.
+export type { ApplierDeps, ApplyResult, ProtectedIdentity } from './applier.js';
+export { Applier, FIELD_MANAGER, isProtected, PRUNE_ANNOTATION, SyncError, TAKEOVER_MANAGER } from './applier.js';
+export type { Clock } from './clock.js';
+export { mapLimit, realClock } from './clock.js';
+export type { ControllerOptions, RunningController, SyncOutcome } from './controller.js';
+export { startController } from './controller.js';
+export type { FetchedRevision, FetchOptions, GitAuth } from './git-source.js';
+export { fetchRevision, GitFailure, GitFetchError } from './git-source.js';
+export type { Condition, GitSync, GitSyncSpec, GitSyncStatus } from './gitsync.js';
+export {
+  GITSYNC_API_VERSION,
+  GITSYNC_GROUP,
+  GITSYNC_VERSION,
+  GitSyncSpecSchema,
+  GitSyncStatusSchema,
+  gitSyncCrd,
+  parseGitSyncSpec,
+  toStructuralSchema,
+} from './gitsync.js';
+export type { KubeObject, KubeResponse, KubeTarget, ResourceInfo } from './kube-client.js';
+export { KubeClient, statusOfError } from './kube-client.js';
+export type { LeaderElectorOptions } from './leader-election.js';
+export { LeaderElector } from './leader-election.js';
+export { Metrics } from './metrics.js';
+export type { RenderedObject } from './render.js';
+export { describeObject, isStageOneKind, objectId, parseObjectId, renderDirectory, renderYaml } from './render.js';

@@ -1,0 +1,362 @@
+import type { RunningController } from '@baton/controller';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../support/kube.js';
+import {
+  CLUSTER_PATH,
+  type ControllerEnv,
+  callWebhook,
+  capturedLogger,
+  condition,
+  configMapYaml,
+  gitSyncStatus,
+  mintToken,
+  NS,
+  pushAsBootstrap,
+  putSecret,
+  sourceRepoFiles,
+  startEnv,
+  startTestController,
+  tokenClient,
+  WEBHOOK_SECRET,
+} from './harness.js';
+
+// One cluster and one Git repository for the whole story, in order: push under a throwaway
+// bootstrap credential, controller takes over, credential revoked, then the controller keeps
+// operating the cluster from Git (poll, webhook, prune, self-heal, failures).
+let env: ControllerEnv;
+let controller: RunningController;
+let controllerToken: string;
+let bootstrapToken: string;
+const logs = capturedLogger();
+let lastGood = '';
+const APPS = `${CLUSTER_PATH}/apps`;
+
+async function readConfigMap(ns: string, name: string) {
+  return env.admin.get<{
+    data?: Record<string, string>;
+    metadata: {
+      resourceVersion: string;
+      annotations?: Record<string, string>;
+      managedFields?: { manager: string; operation: string }[];
+    };
+  }>(`/api/v1/namespaces/${ns}/configmaps/${name}`);
+}
+
+async function waitApplied(revision: string, timeoutMs = 20_000) {
+  return eventually(
+    async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === revision,
+    timeoutMs,
+    `GitSync to apply ${revision}`,
+    50,
+  );
+}
+
+beforeAll(async () => {
+  env = await startEnv();
+  const files = await sourceRepoFiles(env.git.repoUrl(env.repo));
+  lastGood = await env.git.commitFiles(env.repo, files, 'initial cluster config');
+
+  // The push: a throwaway identity whose token is bound to a Secret, so deleting that Secret revokes it.
+  await env.admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baton-bootstrap' } }, 'test');
+  await env.admin.apply(
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'pusher', namespace: 'baton-bootstrap' } },
+    'test',
+  );
+  await env.admin.apply(
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'baton-bootstrap-pusher' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'pusher', namespace: 'baton-bootstrap' }],
+    },
+    'test',
+  );
+  const binding = await env.admin.call('POST', '/api/v1/namespaces/baton-bootstrap/secrets', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'pusher-binding' },
+  });
+  bootstrapToken = await mintToken(env.admin, 'baton-bootstrap', 'pusher', {
+    name: 'pusher-binding',
+    uid: binding.metadata.uid!,
+  });
+  const pusher = tokenClient(env.cluster, bootstrapToken);
+  // The push installs the controller's set and one app object, which the controller must take over.
+  const pushed = Object.fromEntries(
+    Object.entries(files).filter(
+      ([p]) => p.includes('/baton-controller/') || p.endsWith('settings.yaml') || p.endsWith('namespace.yaml'),
+    ),
+  );
+  await pushAsBootstrap(pusher, pushed);
+  await putSecret(pusher, NS, 'baton-pull-credential', {
+    username: env.git.credentials.username,
+    password: env.git.credentials.password,
+  });
+  await putSecret(pusher, NS, 'baton-webhook', { secret: WEBHOOK_SECRET });
+  pusher.close();
+
+  controllerToken = await mintToken(env.admin, NS, 'baton-controller');
+  controller = await startTestController(env, controllerToken, logs.log);
+});
+
+afterAll(async () => {
+  await controller?.stop();
+  await env?.stop();
+});
+
+describe('baton-controller against a real cluster and a real Git server', () => {
+  it('first sync applies the repository and takes ownership of the pushed objects from baton-bootstrap', async () => {
+    await waitApplied(lastGood, 60_000);
+    const status = await gitSyncStatus(env.admin);
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+    expect(condition(status, 'Stalled')?.status).toBe('False');
+    expect(status?.lastAttemptedRevision).toBe(lastGood);
+    // 6 controller objects + CRD + GitSync + Namespace, ConfigMap, Deployment, Service of the app.
+    expect(status?.inventoryCount).toBe(status?.inventory?.length);
+    expect(status?.inventory).toEqual(
+      expect.arrayContaining([
+        'apps/v1/Deployment/baton-system/baton-controller',
+        'v1/ConfigMap/demo/settings',
+        'baton.dev/v1alpha1/GitSync/baton-system/baton-controller',
+      ]),
+    );
+
+    for (const path of [
+      `/api/v1/namespaces/demo/configmaps/settings`,
+      `/apis/apps/v1/namespaces/${NS}/deployments/baton-controller`,
+      `/apis/rbac.authorization.k8s.io/v1/clusterroles/baton-controller`,
+    ]) {
+      const obj = await env.admin.get(path);
+      const managers = obj?.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`);
+      expect(managers, path).toContain('baton-controller/Apply');
+      expect(managers, path).not.toContain('baton-bootstrap/Apply');
+    }
+    const web = await env.admin.get('/apis/apps/v1/namespaces/demo/deployments/web');
+    expect(web?.metadata.managedFields?.map((m) => m.manager)).toContain('baton-controller');
+
+    const ready = await fetch(`${controller.url}/readyz`);
+    expect(ready.status).toBe(200);
+    const metrics = await (await fetch(`${controller.url}/metrics`)).text();
+    expect(metrics).toMatch(/baton_controller_syncs_total\{result="success"\} [1-9]/);
+    expect(metrics).toContain('baton_controller_leader 1');
+    const events = await env.admin.call<{ items: { reason: string; message: string }[] }>(
+      'GET',
+      `/api/v1/namespaces/${NS}/events`,
+    );
+    expect(events.items.some((e) => e.reason === 'Applied' && e.message.includes(lastGood))).toBe(true);
+  });
+
+  it('keeps working after the bootstrap credential that installed it is revoked', async () => {
+    await env.admin.call('DELETE', '/api/v1/namespaces/baton-bootstrap/secrets/pusher-binding');
+    await env.admin.call('DELETE', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/baton-bootstrap-pusher');
+    const pusher = tokenClient(env.cluster, bootstrapToken);
+    await eventually(
+      async () => (await pusher.raw('GET', '/api/v1/namespaces')).status === 401,
+      10_000,
+      'the bootstrap token to be rejected',
+    );
+    pusher.close();
+
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      { [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'after revocation' }) },
+      'change after revocation',
+    );
+    expect(await callWebhook(controller.url)).toBe(202);
+    await waitApplied(lastGood);
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('after revocation');
+  });
+
+  it('applies a new commit within the poll interval without a webhook', async () => {
+    const t0 = performance.now();
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      { [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'polled' }) },
+      'poll',
+    );
+    await waitApplied(lastGood, 15_000);
+    // Interval is 5 s; allow one sync's duration on a loaded 2-core machine.
+    expect(performance.now() - t0).toBeLessThan(8_000);
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('polled');
+  });
+
+  it('applies a new commit within 2 s of a signed webhook call, and rejects a bad signature', async () => {
+    expect(await callWebhook(controller.url, 'wrong-key')).toBe(401);
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      { [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'webhook' }) },
+      'webhook',
+    );
+    const t0 = performance.now();
+    expect(await callWebhook(controller.url)).toBe(202);
+    await waitApplied(lastGood, 5_000);
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('webhook');
+  });
+
+  it('prunes a file removed from Git, but keeps an object annotated baton.dev/prune=disabled', async () => {
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      {
+        [`${APPS}/extra.yaml`]: configMapYaml('demo', 'extra', { a: '1' }),
+        [`${APPS}/kept.yaml`]: configMapYaml('demo', 'kept', { a: '1' }, { 'baton.dev/prune': 'disabled' }),
+      },
+      'add two',
+    );
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+    expect(await readConfigMap('demo', 'extra')).toBeDefined();
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      { [`${APPS}/extra.yaml`]: null, [`${APPS}/kept.yaml`]: null },
+      'remove two',
+    );
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+    expect(await readConfigMap('demo', 'extra')).toBeUndefined();
+    expect(await readConfigMap('demo', 'kept')).toBeDefined();
+    const status = await gitSyncStatus(env.admin);
+    expect(status?.inventory).not.toContain('v1/ConfigMap/demo/extra');
+  });
+
+  it('refuses to prune its own Deployment when it disappears from Git, and reports it', async () => {
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      { [`${CLUSTER_PATH}/baton-controller/40-deployment.yaml`]: null },
+      'oops: remove the controller',
+    );
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+    expect(await env.admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/baton-controller`)).toBeDefined();
+    const status = await gitSyncStatus(env.admin);
+    expect(status?.pruneRefused).toContain('apps/v1/Deployment/baton-system/baton-controller');
+    expect(condition(status, 'Ready')?.message).toContain('refused to prune');
+    const files = await sourceRepoFiles(env.git.repoUrl(env.repo));
+    const dep = `${CLUSTER_PATH}/baton-controller/40-deployment.yaml`;
+    lastGood = await env.git.commitFiles(env.repo, { [dep]: files[dep]! }, 'restore the controller');
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+  });
+
+  it('reverts a manual edit of a managed object at the next sync and reports the drift', async () => {
+    await env.admin.call(
+      'PATCH',
+      '/api/v1/namespaces/demo/configmaps/settings?fieldManager=kubectl-edit',
+      { data: { greeting: 'hand-edited' } },
+      'application/merge-patch+json',
+    );
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('hand-edited');
+    await callWebhook(controller.url);
+    await eventually(
+      async () => (await readConfigMap('demo', 'settings'))?.data?.greeting === 'webhook',
+      10_000,
+      'the manual edit to be reverted',
+    );
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.driftedObjects?.includes('v1/ConfigMap/demo/settings') === true,
+      10_000,
+      'drift to be reported',
+    );
+  });
+
+  it('a broken YAML file sets Ready=False naming the file, and the last good state stays applied', async () => {
+    const bad = await env.git.commitFiles(
+      env.repo,
+      {
+        [`${APPS}/broken.yaml`]:
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\n  namespace: demo\ndata: [unclosed\n',
+        [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'never applied' }),
+      },
+      'broken yaml',
+    );
+    await callWebhook(controller.url);
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAttemptedRevision === bad,
+      10_000,
+      'the broken revision to be attempted',
+    );
+    await eventually(
+      async () => condition(await gitSyncStatus(env.admin), 'Ready')?.status === 'False',
+      10_000,
+      'Ready=False',
+    );
+    const status = await gitSyncStatus(env.admin);
+    expect(condition(status, 'Ready')?.reason).toBe('RenderFailed');
+    expect(condition(status, 'Ready')?.message).toContain(`${APPS}/broken.yaml`);
+    expect(status?.lastAppliedRevision).toBe(lastGood);
+    expect(status?.lastError).toContain('broken.yaml');
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('webhook');
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      {
+        [`${APPS}/broken.yaml`]: null,
+        [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'webhook' }),
+      },
+      'fix yaml',
+    );
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+    expect(condition(await gitSyncStatus(env.admin), 'Ready')?.status).toBe('True');
+  });
+
+  it('an object the controller may not create sets Ready=False naming file and object, and writes nothing of that revision', async () => {
+    const priorityClass =
+      'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\n';
+    const bad = await env.git.commitFiles(
+      env.repo,
+      {
+        [`${APPS}/priority.yaml`]: priorityClass,
+        [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'never applied' }),
+      },
+      'forbidden kind',
+    );
+    await callWebhook(controller.url);
+    await eventually(
+      async () =>
+        (await gitSyncStatus(env.admin))?.lastAttemptedRevision === bad &&
+        condition(await gitSyncStatus(env.admin), 'Ready')?.status === 'False',
+      10_000,
+      'Ready=False',
+    );
+    const status = await gitSyncStatus(env.admin);
+    const ready = condition(status, 'Ready');
+    expect(ready?.reason).toBe('ValidationFailed');
+    expect(ready?.message).toContain(`${APPS}/priority.yaml`);
+    expect(ready?.message).toContain('PriorityClass high');
+    expect(ready?.message).toContain('forbidden');
+    expect(condition(status, 'Stalled')?.status).toBe('False');
+    expect(status?.lastAppliedRevision).toBe(lastGood);
+    expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('webhook');
+    const events = await env.admin.call<{ items: { reason: string; type: string; message: string }[] }>(
+      'GET',
+      `/api/v1/namespaces/${NS}/events`,
+    );
+    expect(
+      events.items.some(
+        (e) => e.type === 'Warning' && e.reason === 'ValidationFailed' && e.message.includes('priority.yaml'),
+      ),
+    ).toBe(true);
+    lastGood = await env.git.commitFiles(
+      env.repo,
+      {
+        [`${APPS}/priority.yaml`]: null,
+        [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'webhook' }),
+      },
+      'revert',
+    );
+    await callWebhook(controller.url);
+    await waitApplied(lastGood);
+  });
+
+  it('never writes a token, password or webhook secret to its logs', async () => {
+    const text = logs.text();
+    expect(text).toContain('"syncId"');
+    expect(text).toContain(`"revision":"${lastGood}"`);
+    for (const secret of [controllerToken, bootstrapToken, env.git.credentials.password, WEBHOOK_SECRET]) {
+      expect(text.includes(secret)).toBe(false);
+    }
+    const status = JSON.stringify(await gitSyncStatus(env.admin));
+    expect(status.includes(env.git.credentials.password)).toBe(false);
+  });
+});
