@@ -23,5 +23,8 @@ export { KubeClient, statusOfError } from './kube-client.js';
 export type { LeaderElectorOptions } from './leader-election.js';
 export { LeaderElector } from './leader-election.js';
 export { Metrics } from './metrics.js';
+export type { Profile, TakeoverCheck, TakeoverGap } from './profile.js';
+export { checkTakeover, loadProfile, ProfileSchema, parseProfile, valueAt } from './profile.js';
+export { simulateReconciledStatus } from './profile-testing.js';
 export type { RenderedObject } from './render.js';
 export { describeObject, isStageOneKind, objectId, parseObjectId, renderDirectory, renderYaml } from './render.js';

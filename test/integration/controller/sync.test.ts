@@ -1,4 +1,5 @@
-import type { RunningController } from '@baton/controller';
+import { join } from 'node:path';
+import { checkTakeover, loadProfile, type RunningController } from '@baton/controller';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';
 import {
@@ -134,6 +135,17 @@ describe('baton-controller against a real cluster and a real Git server', () => 
     }
     const web = await env.admin.get('/apis/apps/v1/namespaces/demo/deployments/web');
     expect(web?.metadata.managedFields?.map((m) => m.manager)).toContain('baton-controller');
+
+    // What the handoff engine waits for: the profile's rules, on the real objects.
+    const profile = await loadProfile(
+      join(new URL('../../../', import.meta.url).pathname, 'bootstrap-manifests/baton-controller'),
+    );
+    await eventually(
+      async () => (await checkTakeover(profile, env.admin, lastGood)).isTakenOver,
+      60_000,
+      'baton-controller profile to report takeover',
+      500,
+    );
 
     const ready = await fetch(`${controller.url}/readyz`);
     expect(ready.status).toBe(200);

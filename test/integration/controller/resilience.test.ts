@@ -1,0 +1,227 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningController } from '@baton/controller';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { eventually } from '../../support/kube.js';
+import {
+  CLUSTER_PATH,
+  type ControllerEnv,
+  callWebhook,
+  capturedLogger,
+  condition,
+  configMapYaml,
+  gitSyncStatus,
+  mintToken,
+  NS,
+  pushAsBootstrap,
+  putSecret,
+  sourceRepoFiles,
+  startEnv,
+  startTestController,
+  WEBHOOK_SECRET,
+} from './harness.js';
+
+// Failure modes and availability: a wrong pull credential, two replicas with a Lease, and the
+// real entry point (main.ts) as a separate process that stops cleanly on SIGTERM.
+let env: ControllerEnv;
+let token: string;
+const running: RunningController[] = [];
+const children: ChildProcess[] = [];
+let tmp: string;
+const REPO_ROOT = new URL('../../../', import.meta.url).pathname;
+
+async function leaseHolder() {
+  const lease = await env.admin.get<{ spec?: { holderIdentity?: string | null } }>(
+    `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/baton-controller`,
+  );
+  return lease?.spec?.holderIdentity ?? undefined;
+}
+
+async function commitAndNotify(greeting: string, url?: string) {
+  const sha = await env.git.commitFiles(
+    env.repo,
+    { [`${CLUSTER_PATH}/apps/settings.yaml`]: configMapYaml('demo', 'settings', { greeting }) },
+    greeting,
+  );
+  if (url) await callWebhook(url);
+  return sha;
+}
+
+beforeAll(async () => {
+  env = await startEnv();
+  tmp = await mkdtemp(join(tmpdir(), 'baton-resilience-'));
+  const files = await sourceRepoFiles(env.git.repoUrl(env.repo));
+  await env.git.commitFiles(env.repo, files, 'initial');
+  await pushAsBootstrap(
+    env.admin,
+    Object.fromEntries(Object.entries(files).filter(([p]) => p.includes('/baton-controller/'))),
+  );
+  await putSecret(env.admin, NS, 'baton-webhook', { secret: WEBHOOK_SECRET });
+  token = await mintToken(env.admin, NS, 'baton-controller');
+});
+
+afterAll(async () => {
+  await Promise.allSettled(running.map((c) => c.stop()));
+  for (const c of children) if (c.exitCode === null && c.pid) process.kill(-c.pid, 'SIGKILL');
+  await env?.stop();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describe('baton-controller failure modes and availability', () => {
+  it('a wrong pull credential gives Stalled=AuthenticationFailed, backs off instead of looping, and recovers when fixed', async () => {
+    await putSecret(env.admin, NS, 'baton-pull-credential', {
+      username: env.git.credentials.username,
+      password: 'not-the-password',
+    });
+    const logs = capturedLogger();
+    const c = await startTestController(env, token, logs.log, 'replica-auth');
+    running.push(c);
+    await eventually(
+      async () => condition(await gitSyncStatus(env.admin), 'Stalled')?.status === 'True',
+      30_000,
+      'Stalled=True',
+    );
+    const status = await gitSyncStatus(env.admin);
+    expect(condition(status, 'Stalled')?.reason).toBe('AuthenticationFailed');
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'AuthenticationFailed' });
+    expect(condition(status, 'Ready')?.message).toContain('pull-credential Secret');
+    expect(condition(status, 'Ready')?.message).toContain(env.git.repoUrl(env.repo));
+    // Backoff 1 s, 2 s, 4 s...: over 6 s at most 4 attempts, never a hot loop; the process stays healthy.
+    const before = (await fetchMetric(c.url, 'baton_controller_syncs_total{result="failure"}')) ?? 0;
+    await new Promise((r) => setTimeout(r, 6_000));
+    const after = (await fetchMetric(c.url, 'baton_controller_syncs_total{result="failure"}')) ?? 0;
+    expect(after - before).toBeLessThanOrEqual(4);
+    expect((await fetch(`${c.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${c.url}/readyz`)).status).toBe(503);
+    expect(logs.text().includes('not-the-password')).toBe(false);
+
+    await putSecret(env.admin, NS, 'baton-pull-credential', {
+      username: env.git.credentials.username,
+      password: env.git.credentials.password,
+    });
+    const sha = await commitAndNotify('recovered', c.url);
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha,
+      20_000,
+      'recovery after the Secret is fixed',
+    );
+    expect(condition(await gitSyncStatus(env.admin), 'Stalled')?.status).toBe('False');
+    await c.stop();
+    running.pop();
+    expect(await leaseHolder()).toBeUndefined();
+  });
+
+  it('two replicas: only the leader applies, and the other takes over when the leader stops', async () => {
+    const a = await startTestController(env, token, capturedLogger().log, 'replica-a');
+    const b = await startTestController(env, token, capturedLogger().log, 'replica-b');
+    running.push(a, b);
+    await eventually(
+      async () => a.isLeader !== b.isLeader && (await leaseHolder()) !== undefined,
+      20_000,
+      'exactly one leader',
+    );
+    const [leader, standby] = a.isLeader ? [a, b] : [b, a];
+    expect(await leaseHolder()).toBe(leader === a ? 'replica-a' : 'replica-b');
+    const sha1 = await commitAndNotify('leader applies', leader.url);
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha1,
+      20_000,
+      'the leader to apply',
+    );
+    expect(standby.lastSync).toBeUndefined();
+    expect(await fetchMetric(standby.url, 'baton_controller_objects_applied_total')).toBe(0);
+    expect(await callWebhook(standby.url)).toBe(503);
+    // A standby reports ready, so a 2-replica Deployment is Available.
+    expect((await fetch(`${standby.url}/readyz`)).status).toBe(200);
+
+    await leader.stop();
+    await eventually(async () => standby.isLeader, 15_000, 'the standby to take over');
+    const sha2 = await commitAndNotify('standby took over', standby.url);
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha2,
+      20_000,
+      'the new leader to apply',
+    );
+    expect(standby.lastSync?.revision).toBe(sha2);
+    await standby.stop();
+  });
+
+  it('main.ts runs as its own process with a token file and stops cleanly on SIGTERM', async () => {
+    const tokenFile = join(tmp, 'token');
+    await writeFile(tokenFile, token, { mode: 0o600 });
+    const kubeconfig = join(tmp, 'kubeconfig');
+    await writeFile(
+      kubeconfig,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          { name: 'c', cluster: { server: env.cluster.server, 'certificate-authority-data': env.cluster.caData } },
+        ],
+        users: [{ name: 'u', user: { tokenFile } }],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'c',
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        '--conditions=@baton/source',
+        '--import',
+        'tsx',
+        'packages/controller/src/main.ts',
+        '--kubeconfig',
+        kubeconfig,
+        '--port',
+        '0',
+        '--identity',
+        'process-1',
+        '--work-dir',
+        join(tmp, 'work'),
+      ],
+      { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    children.push(child);
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    await eventually(async () => /"url":"http:\/\/[^"]+"/.test(out), 30_000, 'the controller to log its URL');
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1] ?? '';
+    const sha = await commitAndNotify('from the process');
+    await callWebhook(url.replace('0.0.0.0', '127.0.0.1'));
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha,
+      30_000,
+      'the process to apply',
+    );
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    process.kill(child.pid!, 'SIGTERM');
+    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);
+    expect(code).toBe(0);
+    expect(await leaseHolder()).toBeUndefined();
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l.msg === 'sync succeeded' && l.revision === sha && typeof l.syncId === 'string')).toBe(
+      true,
+    );
+    expect(lines.at(-1)?.msg).toBe('stopped');
+    expect(out.includes(token)).toBe(false);
+    expect(out.includes(env.git.credentials.password)).toBe(false);
+  });
+});
+
+async function fetchMetric(url: string, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : undefined;
+}
