@@ -10,6 +10,7 @@ import {
   type ControlPlaneBinaries,
   ensureControlPlaneBinaries,
 } from './control-plane-binaries.js';
+import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
@@ -454,15 +455,6 @@ function fakeNode(name: string): unknown {
 
 function ms(t0: number): string {
   return `${((performance.now() - t0) / 1000).toFixed(1)} s`;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function startReaper(ownerPid: number, dir: string) {

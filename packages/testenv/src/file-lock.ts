@@ -1,14 +1,6 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { isAlive } from './is-alive.js';
 
 /**
  * Runs `fn` while holding a cross-process lock (a directory made atomically by mkdir). A lock whose
