@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fingerprint } from '@baton/core';
 import { isBatonError } from '@baton/errors';
 import type { Logger } from 'pino';
 import { Applier, type ProtectedIdentity, SyncError } from './applier.js';
@@ -18,6 +18,7 @@ import {
 } from './gitsync.js';
 import type { KubeClient } from './kube-client.js';
 import { LeaderElector } from './leader-election.js';
+import { fingerprint } from './logger.js';
 import { Metrics } from './metrics.js';
 import { renderDirectory } from './render.js';
 
@@ -25,7 +26,7 @@ import { renderDirectory } from './render.js';
 export interface ControllerOptions {
   /** Client authenticated as the controller's own ServiceAccount. */
   readonly kube: KubeClient;
-  /** JSON logger (pass `createLogger()` from `@baton/core`). */
+  /** JSON logger (`createControllerLogger()`, or `createLogger()` of `@baton/core` in tests). */
   readonly log: Logger;
   /** @default realClock */
   readonly clock?: Clock;
@@ -208,6 +209,8 @@ class Controller {
       if (this.elector.isLeader) {
         this.pending = false;
         this.syncAbort = new AbortController();
+        // One listener per in-flight request (up to the apply concurrency), not a leak.
+        setMaxListeners(64, this.syncAbort.signal);
         const outcome = await this.syncOnce(this.syncAbort.signal);
         interval = outcome.intervalMs ?? interval;
         this.failures = outcome.isOk ? 0 : this.failures + 1;

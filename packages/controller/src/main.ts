@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { createLogger } from '@baton/core';
 import { isBatonError } from '@baton/errors';
 import { startController } from './controller.js';
 import { KubeClient } from './kube-client.js';
+import { createControllerLogger } from './logger.js';
 
 // The controller's entry point: flags or environment, then run until SIGTERM/SIGINT.
 // Exit codes: 0 stopped cleanly; 1 failed; 2 usage or config error.
@@ -30,10 +30,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const log = createLogger({
-    level: (values['log-level'] ?? env.LOG_LEVEL ?? 'info') as 'info',
-    destination: process.stdout,
-  });
+  const log = createControllerLogger({ level: values['log-level'] ?? env.LOG_LEVEL ?? 'info' });
   let kube: KubeClient;
   try {
     const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
