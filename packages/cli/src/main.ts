@@ -2,7 +2,11 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError } from '@commander-js/extra-typings';
+import { auditCommand } from './audit/command.js';
+import { revokeCommand } from './revoke/command.js';
+import { statusCommand } from './status/command.js';
 import { testenvCommand } from './testenv/command.js';
+import { upCommand } from './up/command.js';
 
 /** Exit codes: 0 ok; 1 failed; 2 usage or config error; 3 partial fleet failure. */
 export const ExitCode = { ok: 0, failed: 1, usage: 2, partial: 3 } as const;
@@ -16,6 +20,10 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   program.addCommand(testenvCommand());
+  program.addCommand(auditCommand());
+  program.addCommand(upCommand());
+  program.addCommand(revokeCommand());
+  program.addCommand(statusCommand());
   return program;
 }
 

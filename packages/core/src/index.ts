@@ -1,2 +1,21 @@
+// The public API of @baton/core. Everything else is internal.
+export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
+export { openAuditSink } from './audit-sink.js';
+export type { Clock, FakeClock, PollOptions } from './clock.js';
+export { createFakeClock, pollUntil, systemClock } from './clock.js';
+export type { GitAuth } from './git-revision.js';
+export { resolveGitRevision } from './git-revision.js';
+export type { HandoffActor, HandoffDeps, HandoffResultOutcome, HandoffSummary } from './handoff.js';
+export { fullFingerprint, HandoffStep, runHandoff } from './handoff.js';
+export type { HandoffPlan, HandoffPlanInput, LoadedPlan } from './handoff-plan.js';
+export { HandoffPlanSchema, handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+export type { JournalEntry, UnfinishedRun } from './journal.js';
+export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';
 export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.js';
+export type { ManifestObject, ManifestSet } from './manifest-set.js';
+export { APPLY_ORDER, loadManifestSet, readManifestDir, validateManifestSet } from './manifest-set.js';
+export type { Receipt } from './receipt.js';
+export { RECEIPT_NAME, readReceipt, writeReceipt } from './receipt.js';
+export type { TakeoverState } from './takeover.js';
+export { checkTakeover, fieldPaths, isOwnedBy } from './takeover.js';

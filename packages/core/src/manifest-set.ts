@@ -62,8 +62,8 @@ export function readManifestDir(dir: string): ManifestObject[] {
   return out;
 }
 
-// Apply order: what others depend on first (namespace, CRDs, identities, RBAC), workloads last.
-const ORDER = [
+/** Kinds in apply order: what others depend on first, workloads last. */
+export const APPLY_ORDER: readonly string[] = [
   'Namespace',
   'CustomResourceDefinition',
   'ServiceAccount',
@@ -213,7 +213,7 @@ export function validateManifestSet(
       details: { dir, problems },
     });
   }
-  const ordered = [...objects].sort((a, b) => ORDER.indexOf(a.object.kind) - ORDER.indexOf(b.object.kind));
+  const ordered = [...objects].sort((a, b) => APPLY_ORDER.indexOf(a.object.kind) - APPLY_ORDER.indexOf(b.object.kind));
   const digest = `sha256:${createHash('sha256')
     .update(JSON.stringify(ordered.map((m) => m.object)))
     .digest('hex')}`;

@@ -1,5 +1,5 @@
 import { KubeApiError } from '@baton/errors';
-import type { V1Lease } from '@kubernetes/client-node';
+import { type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 
@@ -47,7 +47,8 @@ export class LockHeldError extends KubeApiError {
 export async function acquireHandoffLock(clients: KubeClients, options: AcquireLockOptions): Promise<HandoffLock> {
   const name = options.name ?? 'baton-handoff';
   const { namespace } = options;
-  const now = options.now();
+  // Lease times are MicroTime: a plain Date serialises with milliseconds, which the API server rejects.
+  const now = new V1MicroTime(options.now().getTime());
   const spec = {
     holderIdentity: JSON.stringify(options.holder),
     leaseDurationSeconds: Math.ceil(options.durationSeconds),

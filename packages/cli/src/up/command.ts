@@ -1,0 +1,52 @@
+import { createLogger, loadHandoffPlan, runHandoff } from '@baton/core';
+import { ConfigError, TimeoutError } from '@baton/errors';
+import { Command, Option } from '@commander-js/extra-typings';
+import { stringify } from 'yaml';
+import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
+import { cliHandoffDeps, operatorClients } from './handoff-deps.js';
+import { summaryRows } from './summary-rows.js';
+
+/** Parses `10m`, `90s`, `1h` or plain seconds into milliseconds. @throws {ConfigError} otherwise. */
+export function parseDurationMs(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
+  if (!m) throw new ConfigError(`--timeout ${v} is invalid: use a duration like 90s, 10m or 1h`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(m[1]) * unit;
+}
+
+/** `baton up`: run a handoff from a plan. */
+export function upCommand(): Command {
+  return new Command('up')
+    .description(
+      'hand a cluster from push to pull: scoped throwaway credential, minimal push, real takeover, revoke, proof, audit',
+    )
+    .requiredOption('--plan <file>', 'handoff plan (YAML)')
+    .option('--kubeconfig <file>', 'operator kubeconfig (default: the plan, $KUBECONFIG, ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context')
+    .option('--timeout <duration>', 'abort the whole run after this long (the credential is still revoked)', '10m')
+    .addOption(new Option('-o, --output <format>', 'summary format').choices(OUTPUT_FORMATS).default('table' as const))
+    .action(async (o) => {
+      const timeoutMs = parseDurationMs(o.timeout);
+      const loaded = loadHandoffPlan(o.plan);
+      const log = createLogger({ pretty: process.stderr.isTTY === true });
+      const operator = operatorClients(loaded, o.kubeconfig, o.context);
+      const ac = new AbortController();
+      const onSignal = (sig: NodeJS.Signals) =>
+        ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      const timer = setTimeout(() => ac.abort(new TimeoutError(`baton up --timeout ${o.timeout} reached`)), timeoutMs);
+      try {
+        const summary = await runHandoff(loaded, cliHandoffDeps(loaded, operator, log, ac.signal));
+        if (o.output === 'json') process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+        else if (o.output === 'yaml') process.stdout.write(stringify(summary, { version: '1.1' }));
+        else process.stdout.write(formatRows(summaryRows(summary), 'table', ['field', 'value']));
+        const ok = summary.outcome === 'handed-off' || (summary.outcome === 'already-handed-off' && !summary.error);
+        process.exitCode = ok ? 0 : 1;
+      } finally {
+        clearTimeout(timer);
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}

@@ -1,0 +1,689 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { HandoffOutcome, type HandoffRecord } from '@baton/audit';
+import { BatonError, KubeApiError, TimeoutError } from '@baton/errors';
+import {
+  acquireHandoffLock,
+  type BootstrapIdentity,
+  type BootstrapIdentityRef,
+  type BootstrapRules,
+  bootstrapRefFor,
+  clientsFromToken,
+  computeBootstrapRules,
+  diffEffectiveRules,
+  findBootstrapLeftovers,
+  flattenRules,
+  type HandoffLock,
+  type KubeClients,
+  kubeCall,
+  mintBootstrapIdentity,
+  probeToken,
+  type RbacRule,
+  releaseHandoffLock,
+  reviewToken,
+  revokeBootstrapIdentity,
+  serverSideApply,
+  statusOf,
+  toKubeApiError,
+} from '@baton/kube';
+import type { Logger } from 'pino';
+import type { AuditAppendResult, AuditSink } from './audit-sink.js';
+import { type Clock, pollUntil } from './clock.js';
+import type { LoadedPlan } from './handoff-plan.js';
+import { Journal } from './journal.js';
+import { loadManifestSet, type ManifestSet } from './manifest-set.js';
+import { readReceipt, writeReceipt } from './receipt.js';
+import { checkTakeover, type TakeoverState } from './takeover.js';
+
+/** Who runs the handoff. */
+export interface HandoffActor {
+  /** OS or CI user (the Kubernetes identity is read in preflight). */
+  readonly user: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly via: 'cli' | 'pulumi' | 'fleet';
+}
+
+/** Collaborators of {@link runHandoff}; entry points wire the real ones, tests swap them. */
+export interface HandoffDeps {
+  /** Clients with the operator's credential: used for preflight, mint, readiness reads, revoke and record only. */
+  readonly operator: KubeClients;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly audit: AuditSink;
+  readonly actor: HandoffActor;
+  /** A new unique run id (lowercase, DNS-safe). */
+  readonly newRunId: () => string;
+  /** Whether a process of this host is alive (to take over a lock whose holder was killed). */
+  readonly isPidAlive: (pid: number) => boolean;
+  /** Resolves a Git ref to a commit when the plan does not pin one. */
+  readonly resolveRevision: (source: { url: string; ref: string }) => Promise<string>;
+  /** SIGINT/SIGTERM from the entry point: aborts the run, which still revokes, proves and records. */
+  readonly signal?: AbortSignal;
+  /** Called as each step starts (tests use it to interrupt a run at a precise point). */
+  readonly onStep?: (step: HandoffStep) => void | Promise<void>;
+  /** Poll interval for readiness and proof, in ms. @default 250 */
+  readonly pollIntervalMs?: number;
+  /** How long the revoked token may keep authenticating (the API server's token cache is 10 s). @default 30000 */
+  readonly proofTimeoutMs?: number;
+}
+
+/** The steps of a handoff, in order. */
+export const HandoffStep = {
+  validate: 'validate',
+  preflight: 'preflight',
+  cleanup: 'cleanup',
+  mint: 'mint',
+  scopeCheck: 'scope-check',
+  push: 'push',
+  takeover: 'takeover',
+  revoke: 'revoke',
+  prove: 'prove',
+  record: 'record',
+} as const;
+/** A handoff step name. */
+export type HandoffStep = (typeof HandoffStep)[keyof typeof HandoffStep];
+
+/** The outcome of a run: the audit outcomes, plus `already-handed-off` when nothing was pushed. */
+export type HandoffResultOutcome = HandoffOutcome | 'already-handed-off';
+
+/** The secret-free summary a run returns (and `baton up -o json` prints). */
+export interface HandoffSummary {
+  readonly runId: string;
+  readonly outcome: HandoffResultOutcome;
+  readonly failedStep?: string;
+  readonly error?: string;
+  readonly cluster: { readonly name: string; readonly server: string };
+  readonly operator?: string;
+  readonly revision?: string;
+  readonly credential?: {
+    /** The bootstrap ServiceAccount's username. */
+    readonly subject: string;
+    readonly fingerprint: string;
+    readonly jti: string | undefined;
+    readonly issuedAt: string;
+    readonly expiresAt: string;
+    /** When the API server first refused the token (the credential's real end). */
+    readonly revokedAt: string | null;
+    /** When the throwaway Secret's deletion was acknowledged. */
+    readonly secretDeletedAt: string | null;
+    readonly liveSeconds: number;
+    readonly rules: readonly RbacRule[];
+  };
+  readonly proof?: {
+    readonly probeStatus: number;
+    readonly tokenReviewAuthenticated: boolean;
+    readonly provedAt: string;
+    /** Seconds from the Secret's deletion to the first 401. */
+    readonly proofWaitSeconds: number;
+  };
+  /** Seconds from the end of the push until the controller had taken over. */
+  readonly readinessSeconds?: number;
+  /** liveSeconds − readinessSeconds − proofWaitSeconds: what the orchestration itself cost. */
+  readonly overheadSeconds?: number;
+  readonly totalSeconds: number;
+  readonly takeover?: {
+    readonly revisionSeen: string | undefined;
+    readonly ownedObjects: readonly string[];
+    readonly notTakenOver: readonly string[];
+  };
+  readonly leftoversRemoved: readonly string[];
+  readonly stepDurationsMs: Readonly<Record<string, number>>;
+  readonly audit?: AuditAppendResult;
+}
+
+const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';
+
+/**
+ * Runs one handoff: validate → preflight (+lock) → clean leftovers → mint → scope check → push → takeover →
+ * revoke → prove → record. Revocation, proof and record run in `finally`, whatever ended the run (success,
+ * failure, timeout, push-window budget, abort signal, exception). Libraries throw; the summary says how it ended.
+ * @throws {ConfigError} when the plan or manifest set is refused (nothing was created).
+ * @throws {LockHeldError} when another run holds the cluster (nothing was created).
+ */
+export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise<HandoffSummary> {
+  const { plan } = loaded;
+  const { clock, operator } = deps;
+  const runId = deps.newRunId();
+  const log = deps.log.child({ runId, cluster: plan.cluster.name });
+  const interval = deps.pollIntervalMs ?? 250;
+  const t0 = clock.monotonicMs();
+  const startedAt = clock.now();
+  const durations: Record<string, number> = {};
+  let current: HandoffStep = HandoffStep.validate;
+  let stepStart = t0;
+  const journal = new Journal(plan.journalDir, plan.cluster.name);
+  const enter = async (step: HandoffStep, data?: Record<string, unknown>) => {
+    durations[current] = Math.round(clock.monotonicMs() - stepStart);
+    current = step;
+    stepStart = clock.monotonicMs();
+    journal.write(runId, step, clock.now(), data);
+    log.info({ step }, 'step');
+    await deps.onStep?.(step);
+  };
+
+  journal.write(runId, 'start', startedAt, { pid: deps.actor.pid, host: deps.actor.host });
+  log.info({ step: current }, 'step');
+  // Validation comes first: a refused set must create nothing, not even the lock.
+  let set: ManifestSet;
+  let rules: BootstrapRules;
+  try {
+    set = loadManifestSet(plan);
+    rules = computeBootstrapRules(set.objects.map((m) => m.object));
+  } catch (err) {
+    journal.write(runId, 'finished', clock.now(), { outcome: 'refused' });
+    throw err;
+  }
+
+  await enter(HandoffStep.preflight);
+  let lock: HandoffLock | undefined;
+  let operatorName = '';
+  try {
+    operatorName = await preflight(operator, plan.batonNamespace);
+    lock = await acquireHandoffLock(operator, {
+      namespace: plan.batonNamespace,
+      holder: { runId, user: `${deps.actor.user} (${operatorName})`, host: deps.actor.host, pid: deps.actor.pid },
+      durationSeconds: plan.push.budgetSeconds + plan.takeover.timeoutSeconds + 120,
+      now: () => clock.now(),
+      isPidAlive: deps.isPidAlive,
+    });
+  } catch (err) {
+    journal.write(runId, 'finished', clock.now(), { outcome: 'refused' });
+    throw err;
+  }
+  if (lock.tookOverFrom) log.warn({ staleHolder: lock.tookOverFrom }, 'took over a stale handoff lock');
+
+  let ref: BootstrapIdentityRef | undefined;
+  let identity: BootstrapIdentity | undefined;
+  let revision: string | undefined;
+  let failure: unknown;
+  let pushEndMs: number | undefined;
+  let takeover: TakeoverState | undefined;
+  let readinessSeconds: number | undefined;
+  let controllerReadyAt: Date | undefined;
+  const leftoversRemoved: string[] = [];
+  const budgetAc = new AbortController();
+  const stopBudget = new AbortController();
+  try {
+    const receipt = await readReceipt(operator, plan.batonNamespace);
+    if (receipt?.outcome === HandoffOutcome.handedOff) {
+      // Push is for install; pull is for operate: a handed-off cluster is only re-checked.
+      const state = await checkTakeover(operator, plan, set, receipt.revision);
+      const healthy = state.isComplete;
+      log.info({ receiptRunId: receipt.runId, healthy }, 'cluster already handed off');
+      journal.write(runId, 'finished', clock.now(), { outcome: 'already-handed-off' });
+      return {
+        runId,
+        outcome: 'already-handed-off',
+        ...(healthy
+          ? {}
+          : { failedStep: 'takeover', error: `cluster was handed off by run ${receipt.runId}, but ${state.reason}` }),
+        cluster: { name: plan.cluster.name, server: operator.server },
+        operator: operatorName,
+        revision: receipt.revision,
+        totalSeconds: seconds(clock.monotonicMs() - t0),
+        takeover: {
+          revisionSeen: state.revisionSeen,
+          ownedObjects: state.ownedObjects,
+          notTakenOver: state.notTakenOver,
+        },
+        leftoversRemoved,
+        stepDurationsMs: durations,
+      };
+    }
+
+    await enter(HandoffStep.cleanup);
+    for (const left of await findBootstrapLeftovers(operator, plan.batonNamespace)) {
+      const r = await revokeBootstrapIdentity(operator, left, () => clock.now());
+      leftoversRemoved.push(...r.deleted);
+      log.warn(
+        { leftoverRunId: left.runId, deleted: r.deleted.length },
+        'removed bootstrap leftovers of an earlier run',
+      );
+    }
+    await recordCrashedRuns(journal, runId, deps, log, leftoversRemoved);
+    revision = plan.pull.source.revision ?? (await deps.resolveRevision(plan.pull.source));
+
+    ref = bootstrapRefFor(runId, plan.batonNamespace, rules);
+    await enter(HandoffStep.mint, {
+      name: ref.name,
+      namespace: ref.namespace,
+      roleNamespaces: ref.roleNamespaces,
+      revision,
+    });
+    await ensureNamespaces(operator, set);
+    identity = await mintBootstrapIdentity(operator, {
+      runId,
+      namespace: plan.batonNamespace,
+      rules,
+      now: () => clock.now(),
+    });
+    const issuedMs = clock.monotonicMs();
+    journal.write(runId, 'minted', clock.now(), {
+      fingerprint: fullFingerprint(identity.token),
+      jti: identity.jti,
+      subject: identity.username,
+      issuedAt: identity.issuedAt.toISOString(),
+      expiresAt: identity.expiresAt.toISOString(),
+    });
+    log.info(
+      { subject: identity.username, jti: identity.jti, expiresAt: identity.expiresAt.toISOString() },
+      'minted bootstrap credential',
+    );
+    // The push window is a hard budget on the credential's life, counted from its issue.
+    clock
+      .sleep(plan.push.budgetSeconds * 1000 - (clock.monotonicMs() - issuedMs), stopBudget.signal)
+      .then(() =>
+        budgetAc.abort(
+          new TimeoutError(
+            `push window budget of ${plan.push.budgetSeconds} s exceeded (push.budgetSeconds); the bootstrap credential was revoked`,
+          ),
+        ),
+      )
+      .catch(() => {});
+    const signal = AbortSignal.any([budgetAc.signal, ...(deps.signal ? [deps.signal] : [])]);
+    const bootstrap = clientsFromToken(operator, identity.token);
+
+    await enter(HandoffStep.scopeCheck);
+    const diffs = await diffEffectiveRules(bootstrap, rules, [
+      plan.controller.namespace,
+      plan.batonNamespace,
+      'default',
+      'kube-system',
+    ]);
+    const bad = diffs.filter((d) => d.extra.length > 0 || d.missing.length > 0 || d.isIncomplete);
+    if (bad.length > 0) {
+      const d = bad[0]!;
+      throw new KubeApiError(
+        `${BAD_CREDENTIAL} (or lacks some): in namespace ${d.namespace} extra [${d.extra.slice(0, 5).join(', ')}] missing [${d.missing.slice(0, 5).join(', ')}]; a binding to system:serviceaccounts or system:authenticated widens every ServiceAccount: remove it, then rerun`,
+        { details: { diffs: bad } },
+      );
+    }
+    signal.throwIfAborted();
+
+    await enter(HandoffStep.push, { objects: set.objects.length });
+    await serverSideApply(
+      bootstrap,
+      set.objects.map((m) => m.object),
+      { fieldManager: plan.push.fieldManager, signal },
+    );
+    pushEndMs = clock.monotonicMs();
+
+    await enter(HandoffStep.takeover);
+    const rev = revision;
+    const r = await pollUntil(
+      async () => {
+        takeover = await checkTakeover(operator, plan, set, rev);
+        return takeover.isComplete ? takeover : undefined;
+      },
+      {
+        clock,
+        intervalMs: interval,
+        timeoutMs: plan.takeover.timeoutSeconds * 1000,
+        what: 'controller takeover (takeover.timeoutSeconds)',
+        signal,
+      },
+      () => takeover?.reason ?? '',
+    );
+    controllerReadyAt = clock.now();
+    readinessSeconds = seconds(clock.monotonicMs() - pushEndMs);
+    log.info(
+      { readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },
+      'controller took over',
+    );
+  } catch (err) {
+    failure = err;
+    log.error({ step: current, err: safeError(err) }, 'handoff step failed');
+  } finally {
+    stopBudget.abort();
+  }
+
+  // Revoke, prove and record run on every path: they use the operator's credential and no run signal.
+  const summary = await finish();
+  if (lock)
+    await releaseHandoffLock(operator, lock).catch((err: unknown) =>
+      log.error({ err: safeError(err) }, 'could not release the lock'),
+    );
+  journal.write(runId, 'finished', clock.now(), { outcome: summary.outcome });
+  return summary;
+
+  async function finish(): Promise<HandoffSummary> {
+    const failedStep = failure ? current : undefined;
+    let outcome: HandoffOutcome = failure
+      ? isAbort(failure, deps.signal)
+        ? HandoffOutcome.aborted
+        : HandoffOutcome.failed
+      : HandoffOutcome.handedOff;
+    let error = failure ? safeError(failure) : undefined;
+    let proofFailure: string | undefined;
+    let revokeResult: Awaited<ReturnType<typeof revokeBootstrapIdentity>> | undefined;
+    let proof: HandoffSummary['proof'];
+    let revokedAt: Date | undefined;
+    let review: Awaited<ReturnType<typeof reviewToken>> | undefined;
+    if (ref) {
+      await enter(HandoffStep.revoke);
+      try {
+        revokeResult = await revokeBootstrapIdentity(operator, ref, () => clock.now());
+        log.info({ deleted: revokeResult.deleted.length }, 'revoked bootstrap credential');
+      } catch (err) {
+        proofFailure = `revocation failed: ${safeError(err)}`;
+      }
+    }
+    if (identity && revokeResult) {
+      await enter(HandoffStep.prove);
+      const token = identity.token;
+      try {
+        const deletedMs = clock.monotonicMs();
+        // The API server caches successful token checks for 10 s: poll until the token is refused.
+        const r = await pollUntil(
+          async () => {
+            const status = await probeToken(operator, token);
+            return status === 401 ? status : undefined;
+          },
+          {
+            clock,
+            intervalMs: Math.max(interval, 500),
+            timeoutMs: deps.proofTimeoutMs ?? 30_000,
+            what: 'the revoked token being refused (401)',
+          },
+        );
+        revokedAt = clock.now();
+        const proofWaitSeconds = seconds(clock.monotonicMs() - deletedMs);
+        review = await reviewToken(operator, token);
+        proof = {
+          probeStatus: r.value,
+          tokenReviewAuthenticated: review.authenticated,
+          provedAt: clock.now().toISOString(),
+          proofWaitSeconds,
+        };
+        if (review.authenticated) proofFailure = 'TokenReview still authenticates the revoked token';
+        log.info(
+          { probeStatus: r.value, tokenReviewAuthenticated: review.authenticated, proofWaitSeconds },
+          'proved revocation',
+        );
+      } catch (err) {
+        proofFailure = `proof failed: ${safeError(err)}`;
+      }
+    }
+    if (proofFailure) {
+      log.error({ err: proofFailure }, 'bootstrap credential revocation not proven');
+      outcome = HandoffOutcome.failed;
+      error = error ? `${error}; ${proofFailure}` : proofFailure;
+    }
+    const finalFailedStep =
+      failedStep ?? (proofFailure ? (revokeResult ? HandoffStep.prove : HandoffStep.revoke) : undefined);
+    const liveSeconds = identity
+      ? seconds((revokedAt ?? identity.expiresAt).getTime() - identity.issuedAt.getTime())
+      : undefined;
+    const flatRules = flattenRules(rules);
+    const credential: HandoffSummary['credential'] = identity
+      ? {
+          subject: identity.username,
+          fingerprint: fullFingerprint(identity.token),
+          jti: identity.jti,
+          issuedAt: identity.issuedAt.toISOString(),
+          expiresAt: identity.expiresAt.toISOString(),
+          revokedAt: revokedAt?.toISOString() ?? null,
+          secretDeletedAt: revokeResult?.secretDeletedAt.toISOString() ?? null,
+          liveSeconds: liveSeconds ?? 0,
+          rules: flatRules,
+        }
+      : undefined;
+
+    await enter(HandoffStep.record);
+    let audit: AuditAppendResult | undefined;
+    const base = {
+      runId,
+      outcome,
+      ...(finalFailedStep ? { failedStep: finalFailedStep } : {}),
+      ...(error ? { error } : {}),
+      cluster: { name: plan.cluster.name, server: operator.server },
+      operator: operatorName,
+      ...(revision ? { revision } : {}),
+      ...(credential ? { credential } : {}),
+      ...(proof ? { proof } : {}),
+      ...(readinessSeconds !== undefined ? { readinessSeconds } : {}),
+      ...(readinessSeconds !== undefined && liveSeconds !== undefined && proof
+        ? { overheadSeconds: round(liveSeconds - readinessSeconds - proof.proofWaitSeconds) }
+        : {}),
+      ...(takeover
+        ? {
+            takeover: {
+              revisionSeen: takeover.revisionSeen,
+              ownedObjects: takeover.ownedObjects,
+              notTakenOver: takeover.notTakenOver,
+            },
+          }
+        : {}),
+      leftoversRemoved,
+      stepDurationsMs: durations,
+    };
+    if (revision) {
+      try {
+        const record = buildRecord();
+        audit = await deps.audit.append(record);
+        await writeReceipt(
+          operator,
+          plan.batonNamespace,
+          {
+            runId,
+            outcome,
+            revision,
+            recordedAt: clock.now().toISOString(),
+            credentialFingerprint: credential?.fingerprint ?? '',
+            auditEventId: audit.eventId,
+            auditEventDigest: audit.eventDigest,
+            auditLogIndex: String(audit.index),
+            auditCheckpoint: audit.checkpoint,
+          },
+          clock.now(),
+        );
+        log.info({ auditIndex: audit.index, eventId: audit.eventId }, 'recorded handoff');
+      } catch (err) {
+        log.error({ err: safeError(err) }, 'could not record the handoff');
+        outcome = HandoffOutcome.failed;
+        error = `${error ? `${error}; ` : ''}record failed: ${safeError(err)}`;
+      }
+    }
+    durations[current] = Math.round(clock.monotonicMs() - stepStart);
+    return {
+      ...base,
+      outcome,
+      ...(error ? { error, failedStep: finalFailedStep ?? HandoffStep.record } : {}),
+      totalSeconds: seconds(clock.monotonicMs() - t0),
+      ...(audit ? { audit } : {}),
+    };
+
+    function buildRecord(): HandoffRecord {
+      const controllerDep = set.controllerImage;
+      return {
+        runId,
+        cluster: { name: plan.cluster.name, server: operator.server, caFingerprint: caFingerprint(operator) },
+        actor: {
+          user: `${deps.actor.user}${operatorName ? ` (${operatorName})` : ''}`.slice(0, 253),
+          host: deps.actor.host,
+          via: deps.actor.via,
+        },
+        outcome,
+        ...(finalFailedStep ? { failedStep: finalFailedStep } : {}),
+        ...(error ? { error: error.slice(0, 2000) } : {}),
+        startedAt: startedAt.toISOString(),
+        finishedAt: clock.now().toISOString(),
+        plan: {
+          push: {
+            profile: plan.push.profile,
+            bundleDigest: set.digest,
+            objectCount: set.objects.length,
+            controller: {
+              name: plan.controller.name,
+              namespace: plan.controller.namespace,
+              image: controllerDep.image,
+              imageDigest: controllerDep.digest,
+            },
+          },
+          pull: {
+            source: {
+              url: plan.pull.source.url,
+              ref: plan.pull.source.ref,
+              revision: revision ?? '',
+              path: plan.pull.source.path,
+            },
+            serviceAccount: { namespace: plan.controller.namespace, name: plan.controller.serviceAccount },
+          },
+        },
+        ...(identity && credential
+          ? {
+              credential: {
+                kind: 'serviceaccount-token' as const,
+                fingerprint: credential.fingerprint,
+                ...(identity.jti ? { jti: identity.jti } : {}),
+                subject: identity.username,
+                audiences: [...identity.audiences],
+                boundObject: {
+                  kind: 'Secret' as const,
+                  namespace: identity.namespace,
+                  name: identity.name,
+                  uid: identity.secretUid,
+                },
+                rbacRules: flatRules.slice(0, 64).map((r) => ({
+                  ...(r.namespace ? { namespace: r.namespace } : {}),
+                  apiGroups: [...r.apiGroups],
+                  resources: [...r.resources],
+                  verbs: [...r.verbs],
+                  ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}),
+                })),
+                issuedAt: credential.issuedAt,
+                expiresAt: credential.expiresAt,
+                revokedAt: credential.revokedAt,
+                liveSeconds: credential.liveSeconds,
+              },
+            }
+          : {}),
+        ...(takeover?.isComplete && controllerReadyAt
+          ? {
+              readiness: {
+                controllerReadyAt: controllerReadyAt.toISOString(),
+                reconciledRevision: revision ?? '',
+                ownedObjectCount: takeover.ownedObjects.length,
+                ownedObjects: takeover.ownedObjects.slice(0, 64),
+              },
+            }
+          : {}),
+        ...(proof && revokeResult && review
+          ? {
+              revocation: {
+                method: 'bound-object-deleted' as const,
+                ...(revokeResult.secret ? { deletedObject: { kind: 'Secret', ...revokeResult.secret } } : {}),
+                tokenReview: { authenticated: review.authenticated, checkedAt: proof.provedAt },
+                directRequest: { statusCode: proof.probeStatus, checkedAt: revokedAt?.toISOString() ?? proof.provedAt },
+              },
+            }
+          : {}),
+        stepDurationsMs: Object.fromEntries(Object.entries(durations).map(([k, v]) => [k, Math.max(0, Math.round(v))])),
+      };
+    }
+  }
+}
+
+/** Reads version, identity and the APIs the handoff needs; ensures the baton namespace. Returns the operator's username. */
+async function preflight(operator: KubeClients, batonNamespace: string): Promise<string> {
+  await kubeCall(
+    'read the API server version (is the cluster reachable?)',
+    () => operator.version.getCode(),
+    'check --kubeconfig/--context and that the API server is up',
+  );
+  const resources = await kubeCall('discover core/v1 resources', () => operator.core.getAPIResources());
+  if (!resources.resources.some((r) => r.name === 'serviceaccounts/token')) {
+    throw new KubeApiError(
+      'the API server does not offer TokenRequest (serviceaccounts/token); baton needs it to mint a short-lived bootstrap credential',
+    );
+  }
+  const who = await kubeCall('SelfSubjectReview (who is the operator?)', () =>
+    operator.authn.createSelfSubjectReview({ body: {} }),
+  );
+  try {
+    await operator.core.readNamespace({ name: batonNamespace });
+  } catch (err) {
+    if (statusOf(err) !== 404) throw err;
+    await createNamespaceIfAbsent(operator, batonNamespace, 'baton');
+  }
+  return who.status?.userInfo?.username ?? 'unknown';
+}
+
+// Roles live in namespaces: the operator creates the install's namespace so the scoped Role can be bound in it.
+async function ensureNamespaces(operator: KubeClients, set: ManifestSet): Promise<void> {
+  for (const m of set.objects) {
+    if (m.object.kind !== 'Namespace') continue;
+    const name = m.object.metadata.name;
+    try {
+      await operator.core.readNamespace({ name });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+      await createNamespaceIfAbsent(operator, name, 'baton-mint');
+    }
+  }
+}
+
+async function createNamespaceIfAbsent(operator: KubeClients, name: string, fieldManager: string): Promise<void> {
+  try {
+    await operator.core.createNamespace({ fieldManager, body: { metadata: { name } } });
+  } catch (err) {
+    // Another run (or the operator) created it meanwhile: that is the state we want.
+    if (statusOf(err) !== 409) throw toKubeApiError(err, `create Namespace ${name}`);
+  }
+}
+
+// A run killed with kill -9 journaled its credential's fingerprint before using it: record it as aborted so the
+// audit trail shows every credential that ever existed.
+async function recordCrashedRuns(
+  journal: Journal,
+  runId: string,
+  deps: HandoffDeps,
+  log: Logger,
+  removed: readonly string[],
+): Promise<void> {
+  for (const run of journal.unfinished()) {
+    if (run.runId === runId) continue;
+    journal.write(run.runId, 'finished', deps.clock.now(), {
+      outcome: 'aborted',
+      resumedBy: runId,
+      leftoversRemoved: removed.length,
+    });
+    log.warn(
+      { crashedRunId: run.runId, lastStep: run.lastStep },
+      'found a crashed run in the journal; its leftovers were removed',
+    );
+  }
+}
+
+function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && (err === signal.reason || (err as Error)?.name === 'AbortError');
+}
+
+/** A secret-free one-line description of an error. */
+function safeError(err: unknown): string {
+  if (err instanceof BatonError || err instanceof Error) return err.message.split('\n').slice(0, 6).join(' ');
+  return String(err);
+}
+
+/** `sha256:<64 hex>` of a secret: what audit records carry instead of the secret. */
+export function fullFingerprint(secret: string): string {
+  return `sha256:${createHash('sha256').update(secret).digest('hex')}`;
+}
+
+/** `sha256:<64 hex>` of the API server CA certificate (DER). */
+function caFingerprint(c: KubeClients): string {
+  let pem = c.caData ? Buffer.from(c.caData, 'base64').toString('utf8') : '';
+  const caFile = c.kc.getCurrentCluster()?.caFile;
+  if (!pem && caFile) pem = readFileSync(caFile, 'utf8');
+  const b64 = pem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
+  return `sha256:${createHash('sha256').update(Buffer.from(b64, 'base64')).digest('hex')}`;
+}
+
+function seconds(ms: number): number {
+  return round(ms / 1000);
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -1,0 +1,99 @@
+import { deploymentState, describeObject, type KubeClients, type KubeObject, readObject, readPath } from '@baton/kube';
+import type { HandoffPlan } from './handoff-plan.js';
+import type { ManifestSet } from './manifest-set.js';
+
+/** One look at whether the controller has taken over. */
+export interface TakeoverState {
+  /** True when every required condition holds. */
+  readonly isComplete: boolean;
+  /** Why not yet (for logs and the timeout message). */
+  readonly reason: string;
+  /** The revision the controller reports, when it reports one. */
+  readonly revisionSeen: string | undefined;
+  /** Pushed objects the controller owns, as Kind/namespace/name. */
+  readonly ownedObjects: readonly string[];
+  /** Pushed objects the controller does not (yet) own. */
+  readonly notTakenOver: readonly string[];
+}
+
+interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  subresource?: string;
+  fieldsV1?: unknown;
+}
+
+/**
+ * Checks, with the operator's credential, that the controller has really taken over: its Deployments are
+ * Available, its status object reports `revision`, and its field manager owns every pushed object: it applies
+ * the object, and every field the push applied is also applied by the controller (shared ownership of equal
+ * values counts: the push identity is gone once revoked).
+ * @throws {KubeApiError} when a read fails for another reason than "not found".
+ */
+export async function checkTakeover(
+  operator: KubeClients,
+  plan: HandoffPlan,
+  set: ManifestSet,
+  revision: string,
+): Promise<TakeoverState> {
+  const reasons: string[] = [];
+  for (const m of set.objects) {
+    if (m.object.kind !== 'Deployment') continue;
+    const s = await deploymentState(operator, m.object.metadata.namespace ?? '', m.object.metadata.name);
+    if (!s.isAvailable) reasons.push(`${describeObject(m.object)} not Available (${s.reason})`);
+  }
+  const st = plan.controller.status;
+  const statusRef: KubeObject = {
+    apiVersion: st.apiVersion,
+    kind: st.kind,
+    metadata: { name: st.name, namespace: st.namespace ?? plan.controller.namespace },
+  };
+  const statusObj = await readObject(operator, statusRef);
+  const seen = statusObj ? readPath(statusObj, st.revisionPath) : undefined;
+  const revisionSeen = typeof seen === 'string' ? seen : undefined;
+  // Flux reports `main@sha1:<commit>`: a value that ends in the commit is that commit.
+  if (!revisionSeen?.endsWith(revision)) {
+    reasons.push(
+      `${describeObject(statusRef)} ${st.revisionPath} is ${revisionSeen ?? 'absent'}, waiting for ${revision.slice(0, 12)}`,
+    );
+  }
+  const owned: string[] = [];
+  const notTakenOver: string[] = [];
+  for (const m of set.objects) {
+    const live = await readObject(operator, m.object);
+    const id = describeObject(m.object);
+    if (live && isOwnedBy(live, plan.controller.fieldManager, plan.push.fieldManager)) owned.push(id);
+    else notTakenOver.push(id);
+  }
+  if (notTakenOver.length > 0 && plan.takeover.requireOwnership) {
+    reasons.push(
+      `${plan.controller.fieldManager} does not own ${notTakenOver.length} pushed object(s): ${notTakenOver.slice(0, 3).join(', ')}`,
+    );
+  }
+  return {
+    isComplete: reasons.length === 0,
+    reason: reasons.join('; '),
+    revisionSeen,
+    ownedObjects: owned,
+    notTakenOver,
+  };
+}
+
+/** True when `controller` applies `o` and owns every field `push` owns. */
+export function isOwnedBy(o: KubeObject, controller: string, push: string): boolean {
+  const entries = ((o.metadata.managedFields as ManagedFieldsEntry[] | undefined) ?? []).filter((e) => !e.subresource);
+  const mine = entries.filter((e) => e.manager === controller && e.operation === 'Apply');
+  if (mine.length === 0) return false;
+  const controllerFields = new Set(mine.flatMap((e) => fieldPaths(e.fieldsV1)));
+  return entries
+    .filter((e) => e.manager === push)
+    .every((e) => fieldPaths(e.fieldsV1).every((p) => controllerFields.has(p)));
+}
+
+/** Leaf paths of a `fieldsV1` tree (`f:spec/f:replicas`); the `.` self-markers are dropped. */
+export function fieldPaths(fields: unknown, prefix = ''): string[] {
+  if (fields === null || typeof fields !== 'object') return [];
+  const keys = Object.keys(fields).filter((k) => k !== '.');
+  if (keys.length === 0) return prefix ? [prefix] : [];
+  return keys.flatMap((k) => fieldPaths((fields as Record<string, unknown>)[k], prefix ? `${prefix}/${k}` : k));
+}

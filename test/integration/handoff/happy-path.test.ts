@@ -1,0 +1,221 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { loadTrustedKeys, verifyLog } from '@baton/audit';
+import { type HandoffSummary, isOwnedBy, loadManifestSet, RECEIPT_NAME, runHandoff } from '@baton/core';
+import {
+  clientsFromToken,
+  computeBootstrapRules,
+  diffEffectiveRules,
+  findBootstrapLeftovers,
+  LockHeldError,
+  mintBootstrapIdentity,
+  readObject,
+  revokeBootstrapIdentity,
+  ruleAtoms,
+} from '@baton/kube';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestController, type TestController } from '../../support/gitops-controller.js';
+import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { adminClients, statusOfCall } from '../../support/kube.js';
+
+const execFileAsync = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
+
+let cluster: Cluster;
+let env: HandoffEnv;
+let controller: TestController;
+let winner: HandoffSummary;
+let logText = '';
+
+beforeAll(async () => {
+  cluster = await startCluster({ nodes: 1 });
+  env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
+  const p = env.loaded.plan;
+  controller = startTestController({
+    kubeconfigPath: cluster.kubeconfigPath,
+    repoUrl: env.repoUrl,
+    credentials: env.git.credentials,
+    path: 'controller',
+    namespace: p.controller.namespace,
+    serviceAccount: p.controller.serviceAccount,
+    deployment: p.controller.name,
+    statusName: p.controller.status.name,
+  });
+});
+
+afterAll(async () => {
+  await controller?.stop();
+  await env?.stop();
+  await cluster?.stop();
+});
+
+describe('baton up on a fresh cluster', () => {
+  it('lets exactly one of two concurrent runs hold the cluster; the other fails fast naming the holder', async () => {
+    const a = testHandoffDeps(env.loaded, cluster.kubeconfigPath);
+    const b = testHandoffDeps(env.loaded, cluster.kubeconfigPath);
+    const results = await Promise.allSettled([runHandoff(env.loaded, a.deps), runHandoff(env.loaded, b.deps)]);
+    const won = results.filter((r): r is PromiseFulfilledResult<HandoffSummary> => r.status === 'fulfilled');
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(
+      lost.map((r) => String(r.reason)),
+      'exactly one run fails',
+    ).toHaveLength(1);
+    expect(won).toHaveLength(1);
+    winner = won[0]!.value;
+    expect(lost[0]!.reason).toBeInstanceOf(LockHeldError);
+    expect((lost[0]!.reason as Error).message).toContain(`cluster is locked by run ${winner.runId} by test`);
+    logText = a.captured.text() + b.captured.text();
+  });
+
+  it('hands off: the controller owns every pushed object, the token is dead and proven dead', async () => {
+    expect(winner.outcome, winner.error).toBe('handed-off');
+    expect(winner.revision).toBe(env.revision);
+    expect(winner.proof?.probeStatus).toBe(401);
+    expect(winner.proof?.tokenReviewAuthenticated).toBe(false);
+    expect(winner.credential?.subject).toMatch(/^system:serviceaccount:baton-system:baton-bootstrap-/);
+    expect(winner.credential?.liveSeconds).toBeGreaterThan(0);
+    // The live window is readiness + the apiserver's 10 s token cache + a little orchestration.
+    expect(winner.credential!.liveSeconds).toBeLessThanOrEqual((winner.readinessSeconds ?? 0) + 20);
+    const admin = adminClients(cluster.kubeconfigPath);
+    const set = loadManifestSet(env.loaded.plan);
+    for (const m of set.objects) {
+      const live = await readObject({ ...admin, server: '', caData: undefined } as never, m.object);
+      expect(live, `${m.object.kind}/${m.object.metadata.name}`).toBeDefined();
+      expect(
+        isOwnedBy(live!, 'baton-controller', 'baton-bootstrap'),
+        `${m.object.kind}/${m.object.metadata.name}`,
+      ).toBe(true);
+    }
+    expect(winner.takeover?.notTakenOver).toEqual([]);
+    // Nothing of the bootstrap identity is left.
+    expect(
+      await findBootstrapLeftovers(testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps.operator, 'baton-system'),
+    ).toEqual([]);
+  });
+
+  it('records a verifiable audit event and an in-cluster receipt with an Event', async () => {
+    const result = await verifyLog(env.auditLogPath, await loadTrustedKeys(env.keysPath));
+    expect(result.failures ?? []).toEqual([]);
+    expect(winner.audit?.index).toBe(0);
+    const admin = adminClients(cluster.kubeconfigPath);
+    const receipt = await admin.core.readNamespacedConfigMap({ namespace: 'baton-system', name: RECEIPT_NAME });
+    expect(receipt.data?.outcome).toBe('handed-off');
+    expect(receipt.data?.auditEventId).toBe(winner.runId);
+    expect(receipt.data?.auditLogIndex).toBe('0');
+    expect(receipt.data?.auditCheckpoint).toContain('baton.dev/handoff');
+    expect(receipt.data?.credentialFingerprint).toBe(winner.credential?.fingerprint);
+    const events = await admin.core.listNamespacedEvent({ namespace: 'baton-system' });
+    expect(events.items.some((e) => e.reason === 'HandedOff' && e.involvedObject.name === RECEIPT_NAME)).toBe(true);
+  });
+
+  it('the bootstrap identity made no request outside the plan, none refused, and none after the revocation', () => {
+    const events = auditEventsBy(cluster.auditLogPath!, winner.credential!.subject);
+    expect(events.length).toBeGreaterThan(5);
+    const allowed = ruleAtoms(winner.credential!.rules);
+    const revokedAt = Date.parse(winner.credential!.revokedAt!);
+    for (const e of events) {
+      expect(Date.parse(e.stageTimestamp), `${e.verb} ${e.requestURI} after revocation`).toBeLessThanOrEqual(revokedAt);
+      expect(e.responseStatus?.code ?? 0, `${e.verb} ${e.requestURI}`).toBeLessThan(400);
+      expect(e.user.extra?.['authentication.kubernetes.io/credential-id']).toEqual([`JTI=${winner.credential!.jti}`]);
+      const r = e.objectRef;
+      if (!r?.resource) {
+        expect(e.requestURI, 'only discovery outside resources').toMatch(/^\/(api|apis)(\/|$|\?)/);
+        continue;
+      }
+      const isSelfReview =
+        ['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(r.resource) && e.verb === 'create';
+      const atom = `${r.apiGroup ?? ''}|${r.resource}|${e.verb}|${e.verb === 'create' ? '*' : r.name}`;
+      expect(isSelfReview || allowed.has(atom), `${atom} not in the plan`).toBe(true);
+    }
+  });
+
+  it('never lets the token reach a log line', () => {
+    expect(logText).toContain('minted bootstrap credential');
+    expect(logText).not.toMatch(JWT_PATTERN);
+    expect(JSON.stringify(winner)).not.toMatch(JWT_PATTERN);
+  });
+
+  it('scopes the bootstrap credential: exact rules; kube-system Secrets, a Pod in default and binding cluster-admin are 403', async () => {
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    const rules = computeBootstrapRules(loadManifestSet(env.loaded.plan).objects.map((m) => m.object));
+    const id = await mintBootstrapIdentity(operator, {
+      runId: 'scope-check',
+      namespace: 'baton-system',
+      rules,
+      now: () => new Date(),
+    });
+    try {
+      const self = clientsFromToken(operator, id.token);
+      const diffs = await diffEffectiveRules(self, rules, ['gitops-system', 'default', 'kube-system', 'baton-system']);
+      for (const d of diffs)
+        expect({ ns: d.namespace, extra: d.extra, missing: d.missing }).toEqual({
+          ns: d.namespace,
+          extra: [],
+          missing: [],
+        });
+      expect(await statusOfCall(() => self.core.listNamespacedSecret({ namespace: 'kube-system' }))).toBe(403);
+      expect(
+        await statusOfCall(() =>
+          self.core.createNamespacedPod({
+            namespace: 'default',
+            body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+          }),
+        ),
+      ).toBe(403);
+      expect(
+        await statusOfCall(() =>
+          self.rbac.createClusterRoleBinding({
+            body: {
+              metadata: { name: 'escalate-me' },
+              roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+              subjects: [{ kind: 'ServiceAccount', name: id.name, namespace: 'baton-system' }],
+            },
+          }),
+        ),
+      ).toBe(403);
+      // Its own install objects it may patch, but not another Deployment's name.
+      expect(
+        await statusOfCall(() => self.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'other' })),
+      ).toBe(403);
+    } finally {
+      await revokeBootstrapIdentity(operator, id, () => new Date());
+    }
+  });
+
+  it('does nothing on a re-run after success and exits 0 (baton up through the CLI)', async () => {
+    const admin = adminClients(cluster.kubeconfigPath);
+    const before = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
+    const { stdout, stderr } = await execFileAsync(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json'],
+      { env: { ...process.env, NO_COLOR: '1' } },
+    );
+    const summary = JSON.parse(stdout) as HandoffSummary;
+    expect(summary.outcome).toBe('already-handed-off');
+    expect(summary.error).toBeUndefined();
+    expect(summary.credential).toBeUndefined();
+    expect(stdout + stderr).not.toMatch(JWT_PATTERN);
+    const after = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
+    expect(after.metadata?.managedFields?.map((f) => f.manager).sort()).toEqual(
+      before.metadata?.managedFields?.map((f) => f.manager).sort(),
+    );
+    const sas = await admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' });
+    expect(sas.items.filter((s) => s.metadata?.name?.startsWith('baton-bootstrap-'))).toEqual([]);
+    // `baton status` shows the receipt.
+    const status = await execFileAsync(process.execPath, [
+      '--conditions=@baton/source',
+      '--import',
+      'tsx',
+      CLI,
+      'status',
+      '--plan',
+      env.planPath,
+      '-o',
+      'json',
+    ]);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId: winner.runId, outcome: 'handed-off' });
+  });
+});

@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { Writable } from 'node:stream';
+import { createLogger, type HandoffDeps, type LoadedPlan, openAuditSink, systemClock } from '@baton/core';
+import { clientsFromKubeconfigFile } from '@baton/kube';
+
+/** Log lines captured from a handoff, to assert that no token reaches them. */
+export interface CapturedLog {
+  readonly lines: string[];
+  text(): string;
+}
+
+/** A logger that keeps every JSON line in memory. */
+export function capturingLogger() {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return {
+    log: createLogger({ level: 'debug', destination }),
+    captured: { lines, text: () => lines.join('\n') } as CapturedLog,
+  };
+}
+
+let seq = 0;
+
+/** Real collaborators for an in-process handoff against a test cluster. */
+export function testHandoffDeps(loaded: LoadedPlan, kubeconfigPath: string, extra: Partial<HandoffDeps> = {}) {
+  const { log, captured } = capturingLogger();
+  const deps: HandoffDeps = {
+    operator: clientsFromKubeconfigFile(kubeconfigPath),
+    clock: systemClock,
+    log,
+    audit: openAuditSink(loaded.plan.audit),
+    actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
+    newRunId: () => `t${process.pid}-${Date.now().toString(36)}-${seq++}`,
+    isPidAlive: () => true,
+    resolveRevision: async () => {
+      throw new Error('tests pin pull.source.revision');
+    },
+    ...extra,
+  };
+  return { deps, captured };
+}
+
+/** Any string shaped like a JWT (every ServiceAccount token is one). */
+export const JWT_PATTERN = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/;
+
+/** One apiserver audit event (Metadata level). */
+export interface ApiAuditEvent {
+  stage: string;
+  verb: string;
+  requestURI: string;
+  user: { username?: string; extra?: Record<string, string[]> };
+  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp: string;
+  stageTimestamp: string;
+}
+
+/** The apiserver audit log's completed requests by `username`. */
+export function auditEventsBy(auditLogPath: string, username: string): ApiAuditEvent[] {
+  return readFileSync(auditLogPath, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ApiAuditEvent)
+    .filter((e) => e.stage === 'ResponseComplete' && e.user?.username === username);
+}
