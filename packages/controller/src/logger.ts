@@ -5,7 +5,7 @@ import { type DestinationStream, type Logger, pino } from 'pino';
  * The redaction list of the controller's logger: the same paths as `REDACT_PATHS` of `@baton/core`
  * (`logger.test.ts` fails when they drift). The controller keeps a copy instead of importing core
  * at runtime because core loads the Kubernetes client, audit and kube packages (+70 MB RSS in the
- * controller process); see docs/adr/0006-controller-runtime-dependencies.md.
+ * controller process); see docs/adr/0006-controller-git-cli-rest-client-runtime-deps.md.
  */
 export const CONTROLLER_REDACT_PATHS: readonly string[] = [
   'token',
