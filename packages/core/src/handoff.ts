@@ -204,6 +204,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
   const leftoversRemoved: string[] = [];
   const budgetAc = new AbortController();
   const stopBudget = new AbortController();
+  const runSignal = AbortSignal.any([budgetAc.signal, ...(deps.signal ? [deps.signal] : [])]);
   try {
     const receipt = await readReceipt(operator, plan.batonNamespace);
     if (receipt?.outcome === HandoffOutcome.handedOff) {
@@ -281,7 +282,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
         ),
       )
       .catch(() => {});
-    const signal = AbortSignal.any([budgetAc.signal, ...(deps.signal ? [deps.signal] : [])]);
+    const signal = runSignal;
     const bootstrap = clientsFromToken(operator, identity.token);
 
     await enter(HandoffStep.scopeCheck);
@@ -332,8 +333,9 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       'controller took over',
     );
   } catch (err) {
-    failure = err;
-    log.error({ step: current, err: safeError(err) }, 'handoff step failed');
+    // An aborted wait throws a generic AbortError: the signal's reason says what aborted it (budget, SIGTERM).
+    failure = runSignal.aborted && (err as Error)?.name === 'AbortError' ? runSignal.reason : err;
+    log.error({ step: current, err: safeError(failure) }, 'handoff step failed');
   } finally {
     stopBudget.abort();
   }

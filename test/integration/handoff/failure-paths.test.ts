@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readEntries } from '@baton/audit';
+import { type HandoffSummary, runHandoff } from '@baton/core';
+import { ConfigError } from '@baton/errors';
+import { findBootstrapLeftovers } from '@baton/kube';
+import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { adminClients, statusOfCall } from '../../support/kube.js';
+
+const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
+const REFUSED = fileURLToPath(new URL('../../fixtures/handoff/refused', import.meta.url));
+
+let cluster: Cluster;
+let git: GitServer;
+const envs: HandoffEnv[] = [];
+
+beforeAll(async () => {
+  cluster = await startCluster({ nodes: 1 });
+  git = await startGitServer();
+});
+
+afterAll(async () => {
+  for (const e of envs) await e.stop();
+  await git?.stop();
+  await cluster?.stop();
+});
+
+async function env(plan: Record<string, Record<string, unknown>> = {}, manifests?: string): Promise<HandoffEnv> {
+  const e = await createHandoffEnv({
+    kubeconfigPath: cluster.kubeconfigPath,
+    git,
+    plan,
+    ...(manifests ? { manifests } : {}),
+  });
+  envs.push(e);
+  return e;
+}
+
+/** The run ended revoked and proven, with an audit event of `outcome`, and left nothing behind. */
+async function expectRevokedProvedRecorded(e: HandoffEnv, s: HandoffSummary, outcome: string, failedStep: string) {
+  expect(s.outcome).toBe(outcome);
+  expect(s.failedStep).toBe(failedStep);
+  expect(s.proof?.probeStatus).toBe(401);
+  expect(s.proof?.tokenReviewAuthenticated).toBe(false);
+  expect(s.credential?.revokedAt).toBeTruthy();
+  expect(s.audit?.index).toBe(0);
+  const entries = [];
+  for await (const entry of readEntries(e.auditLogPath)) entries.push(entry);
+  expect(entries).toHaveLength(1);
+  const predicate = entries[0]!.statement.predicate;
+  expect(predicate.outcome).toBe(outcome);
+  expect(predicate.failedStep).toBe(failedStep);
+  expect(predicate.revocation?.directRequest.statusCode).toBe(401);
+  expect(predicate.credential?.revokedAt).toBe(s.credential?.revokedAt);
+  const { operator } = testHandoffDeps(e.loaded, cluster.kubeconfigPath).deps;
+  expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+  const revokedAt = Date.parse(s.credential!.revokedAt!);
+  for (const ev of auditEventsBy(cluster.auditLogPath!, s.credential!.subject)) {
+    expect(Date.parse(ev.stageTimestamp)).toBeLessThanOrEqual(revokedAt);
+  }
+}
+
+describe('a handoff that does not complete', () => {
+  it('refuses a manifest set with a Pod, a foreign cluster-admin binding and a foreign workload, and creates nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'refused-'));
+    cpSync(CONTROLLER_MANIFESTS, dir, { recursive: true });
+    cpSync(join(REFUSED, 'pod.yaml'), join(dir, 'pod.yaml'));
+    const e = await env({}, dir);
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    const err = await runHandoff(e.loaded, deps).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain('pod.yaml#0 (line 1): Pod "default/sneaky" is refused');
+    const admin = adminClients(cluster.kubeconfigPath);
+    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(404);
+    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'gitops-system' }))).toBe(404);
+    expect(await statusOfCall(() => admin.core.readNamespacedPod({ namespace: 'default', name: 'sneaky' }))).toBe(404);
+    expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'ci-admin' }))).toBe(404);
+  });
+
+  it('controller never ready: times out, revokes, proves, records a failed event', async () => {
+    const e = await env({ takeover: { timeoutSeconds: 3 } });
+    const { deps, captured } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    const s = await runHandoff(e.loaded, deps);
+    expect(s.error).toContain('controller takeover (takeover.timeoutSeconds) did not happen within 3 s');
+    await expectRevokedProvedRecorded(e, s, 'failed', 'takeover');
+    expect(captured.text()).not.toMatch(JWT_PATTERN);
+  });
+
+  it('push-window budget exceeded: revokes, proves, records a failed event', async () => {
+    const e = await env({ push: { budgetSeconds: 2 }, takeover: { timeoutSeconds: 60 } });
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    const s = await runHandoff(e.loaded, deps);
+    expect(s.error).toContain('push window budget of 2 s exceeded (push.budgetSeconds)');
+    // Budget counts from issue: the wait ended about 2 s after the credential was minted.
+    expect(s.stepDurationsMs['takeover']).toBeLessThan(4000);
+    await expectRevokedProvedRecorded(e, s, 'failed', 'takeover');
+  });
+
+  it('SIGTERM to baton up mid-wait: revokes, proves, records an aborted event, exits 1', async () => {
+    const e = await env({ takeover: { timeoutSeconds: 120 } });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        if (stderr.includes('"step":"takeover"')) resolve();
+      });
+      child.on('exit', () => reject(new Error(`baton up exited before the takeover wait:\n${stderr}`)));
+    });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(1);
+    const s = JSON.parse(stdout) as HandoffSummary;
+    expect(s.error).toContain('received SIGTERM');
+    await expectRevokedProvedRecorded(e, s, 'aborted', 'takeover');
+    expect(stdout + stderr).not.toMatch(JWT_PATTERN);
+  });
+});
