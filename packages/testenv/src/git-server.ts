@@ -20,6 +20,8 @@ export interface GitServerUser {
 export interface StartGitServerOptions {
   /** Accounts allowed to read (and push). @default one generated `baton` user */
   readonly users?: readonly GitServerUser[];
+  /** Bearer tokens also accepted (`Authorization: Bearer <token>`), as Git hosts accept deploy tokens. @default [] */
+  readonly tokens?: readonly string[];
   /** Path of the git executable. @default '/usr/bin/git' */
   readonly gitPath?: string;
 }
@@ -80,7 +82,12 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
 
   const count = (status: number) => counts.set(status, (counts.get(status) ?? 0) + 1);
 
+  const tokens = options.tokens ?? [];
   const isAuthorized = (header: string | undefined): string | undefined => {
+    if (header?.startsWith('Bearer ')) {
+      const t = header.slice(7);
+      return tokens.some((x) => safeEqual(x, t)) ? 'token' : undefined;
+    }
     if (!header?.startsWith('Basic ')) return undefined;
     const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
     const i = decoded.indexOf(':');

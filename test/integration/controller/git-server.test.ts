@@ -1,0 +1,81 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fetchRevision, GitFailure, GitFetchError } from '@baton/controller';
+import { type GitServer, startGitServer } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The real Git server (git http-backend behind basic/bearer auth) and the controller's fetcher.
+let git: GitServer;
+let dir: string;
+const TOKEN = 'deploy-token-7f3a9c';
+
+beforeAll(async () => {
+  git = await startGitServer({ tokens: [TOKEN] });
+  dir = await mkdtemp(join(tmpdir(), 'git-server-test-'));
+  await git.createRepo('r');
+});
+
+afterAll(async () => {
+  await git?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('startGitServer + fetchRevision', () => {
+  it('serves a commit over smart HTTP with basic auth, shallowly, and follows the branch', async () => {
+    const sha1 = await git.commitFiles('r', { 'a/x.yaml': 'one\n' }, 'first');
+    const work = join(dir, 'basic');
+    const auth = { username: git.credentials.username, password: git.credentials.password };
+    expect(
+      (await fetchRevision({ url: git.repoUrl('r'), ref: { branch: 'main' }, workDir: work, auth })).revision,
+    ).toBe(sha1);
+    const sha2 = await git.commitFiles('r', { 'a/x.yaml': 'two\n', 'b.yaml': 'b\n' }, 'second');
+    expect(
+      (await fetchRevision({ url: git.repoUrl('r'), ref: { branch: 'main' }, workDir: work, auth })).revision,
+    ).toBe(sha2);
+    expect(await readFile(join(work, 'a/x.yaml'), 'utf8')).toBe('two\n');
+    const sha3 = await git.commitFiles('r', { 'b.yaml': null }, 'delete b');
+    expect(
+      (await fetchRevision({ url: git.repoUrl('r'), ref: { branch: 'main' }, workDir: work, auth })).revision,
+    ).toBe(sha3);
+    await expect(readFile(join(work, 'b.yaml'), 'utf8')).rejects.toThrow(/ENOENT/);
+  });
+
+  it('accepts a bearer token', async () => {
+    const head = await git.commitFiles('r', { 'c.yaml': 'c\n' }, 'third');
+    const r = await fetchRevision({
+      url: git.repoUrl('r'),
+      ref: { branch: 'main' },
+      workDir: join(dir, 'bearer'),
+      auth: { bearerToken: TOKEN },
+    });
+    expect(r.revision).toBe(head);
+  });
+
+  it('rejects a wrong password (401) as AuthenticationFailed without echoing the secret, and no credential is in the URL', async () => {
+    const before = git.requestCounts.get(401) ?? 0;
+    const err = await fetchRevision({
+      url: git.repoUrl('r'),
+      ref: { branch: 'main' },
+      workDir: join(dir, 'bad'),
+      auth: { username: 'baton', password: 'wrong-pass-123' },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitFetchError);
+    expect((err as GitFetchError).reason).toBe(GitFailure.authentication);
+    expect((err as Error).message).not.toContain('wrong-pass-123');
+    expect(JSON.stringify((err as Error).cause ?? '')).not.toContain('wrong-pass-123');
+    expect(git.requestCounts.get(401) ?? 0).toBeGreaterThan(before);
+    expect(git.repoUrl('r')).not.toMatch(/@/);
+  });
+
+  it('names a missing branch', async () => {
+    const err = await fetchRevision({
+      url: git.repoUrl('r'),
+      ref: { branch: 'release' },
+      workDir: join(dir, 'missing'),
+      auth: { bearerToken: TOKEN },
+    }).catch((e: unknown) => e);
+    expect((err as GitFetchError).reason).toBe(GitFailure.notFound);
+    expect((err as Error).message).toContain('branch release does not exist');
+  });
+});
