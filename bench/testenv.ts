@@ -44,7 +44,9 @@ if (cold) {
   coldBuild = {
     coldBuildSeconds: r2((performance.now() - t0) / 1000),
     coldBuildPeakRssMB: Math.max(...bins.builds.map((b) => b.buildPeakRssMB ?? 0)),
+    coldBuildCpuSeconds: r2(bins.builds.reduce((a, b) => a + (b.buildCpuSeconds ?? 0), 0)),
     perModuleSeconds: Object.fromEntries(bins.builds.map((b) => [b.name, b.buildSeconds])),
+    perModuleCpuSeconds: Object.fromEntries(bins.builds.map((b) => [b.name, b.buildCpuSeconds])),
     measuredAt: new Date().toISOString(),
   };
   delete process.env.GOCACHE;

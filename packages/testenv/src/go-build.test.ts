@@ -33,6 +33,7 @@ describe('ensureGoBuild', () => {
     const first = await ensureGoBuild(spec, { cacheDir: join(dir, 'cache') });
     expect(first.built).toBe(true);
     expect(first.sizes.hello).toBeGreaterThan(0);
+    expect(first.buildCpuSeconds === null || first.buildCpuSeconds >= 0).toBe(true);
     const again = await ensureGoBuild(spec, { cacheDir: join(dir, 'cache') });
     expect(again.built).toBe(false);
     expect(again.dir).toBe(first.dir);

@@ -47,6 +47,8 @@ export interface GoBuildResult {
   readonly buildSeconds: number;
   /** Peak RSS of the go build in MB, as recorded when it ran (null when unknown). */
   readonly buildPeakRssMB: number | null;
+  /** CPU seconds (user + system) of that build, children included: comparable across machine load. */
+  readonly buildCpuSeconds: number | null;
   readonly versions: Readonly<Record<string, string>>;
   readonly goVersion: string;
 }
@@ -54,6 +56,7 @@ export interface GoBuildResult {
 interface BuildInfo {
   readonly buildSeconds: number;
   readonly buildPeakRssMB: number | null;
+  readonly buildCpuSeconds?: number | null;
   readonly builtAt: string;
   readonly goVersion: string;
   readonly versions: Record<string, string>;
@@ -135,7 +138,7 @@ export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOpt
     ];
     const goEnv = { ...process.env, ...spec.env, GOFLAGS: '-buildvcs=false', GOTOOLCHAIN: 'local' };
     const started = performance.now();
-    const rssKB = await runLogged('go', args, { cwd: spec.moduleDir, env: goEnv, logPath, what: spec.name });
+    const usage = await runLogged('go', args, { cwd: spec.moduleDir, env: goEnv, logPath, what: spec.name });
     const buildSeconds = round((performance.now() - started) / 1000);
 
     // Several packages with one -o dir name binaries after their package dir; rename where asked.
@@ -153,7 +156,8 @@ export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOpt
     }
     const info: BuildInfo = {
       buildSeconds,
-      buildPeakRssMB: rssKB === null ? null : Math.round(rssKB / 1024),
+      buildPeakRssMB: usage === null ? null : Math.round(usage.peakRssKB / 1024),
+      buildCpuSeconds: usage === null ? null : round(usage.cpuSeconds),
       builtAt: new Date().toISOString(),
       goVersion: gover,
       versions: { ...spec.versions },
@@ -188,6 +192,7 @@ function toResult(spec: GoBuildSpec, dir: string, info: BuildInfo, built: boolea
     built,
     buildSeconds: info.buildSeconds,
     buildPeakRssMB: info.buildPeakRssMB,
+    buildCpuSeconds: info.buildCpuSeconds ?? null,
     versions: info.versions,
     goVersion: info.goVersion,
   };
@@ -210,18 +215,18 @@ async function buildKey(spec: GoBuildSpec, gover: string): Promise<string> {
 }
 
 /**
- * Runs a command with output to a log file, in its own process group, and resolves to its peak RSS in KB
- * (children included, from /usr/bin/time when present).
+ * Runs a command with output to a log file, in its own process group, and resolves to its peak RSS in KB and
+ * CPU seconds (children included, from /usr/bin/time when present).
  */
 async function runLogged(
   cmd: string,
   args: readonly string[],
   opts: { cwd: string; env: NodeJS.ProcessEnv; logPath: string; what: string },
-): Promise<number | null> {
+): Promise<{ peakRssKB: number; cpuSeconds: number } | null> {
   const log = await open(opts.logPath, 'w');
   const timeBin = existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
   const rssFile = `${opts.logPath}.rss`;
-  const [file, argv] = timeBin ? [timeBin, ['-f', '%M', '-o', rssFile, cmd, ...args]] : [cmd, [...args]];
+  const [file, argv] = timeBin ? [timeBin, ['-f', '%M %U %S', '-o', rssFile, cmd, ...args]] : [cmd, [...args]];
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       const child = spawn(file, argv, {
@@ -253,8 +258,8 @@ async function runLogged(
       );
     }
     if (!timeBin) return null;
-    const kb = Number.parseInt((await readFile(rssFile, 'utf8')).trim().split('\n').at(-1) ?? '', 10);
-    return Number.isFinite(kb) ? kb : null;
+    const [kb, user, sys] = ((await readFile(rssFile, 'utf8')).trim().split('\n').at(-1) ?? '').split(' ').map(Number);
+    return kb !== undefined && Number.isFinite(kb) ? { peakRssKB: kb, cpuSeconds: (user ?? 0) + (sys ?? 0) } : null;
   } finally {
     await log.close();
   }
