@@ -1,5 +1,8 @@
 import { HASH_BYTES } from './merkle-tree.js';
 
+/** The origin used when none is configured. Give each real log its own, e.g. `example.com/baton/audit`. */
+export const DEFAULT_ORIGIN = 'baton.local/audit';
+
 /** The body of a C2SP tlog-checkpoint: which log, how many entries, and the RFC 6962 root over them. */
 export interface Checkpoint {
   /** Unique identity of the log, e.g. `example.com/baton/audit`. */

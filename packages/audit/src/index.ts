@@ -2,7 +2,7 @@
 export type { AppendResult, AuditLogOptions, RepairReport } from './audit-log.js';
 export { AuditLog } from './audit-log.js';
 export type { Checkpoint } from './checkpoint.js';
-export { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+export { DEFAULT_ORIGIN, formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 export { checkpointsDir, listCheckpoints } from './checkpoint-store.js';
 export type { DsseEnvelope } from './dsse.js';
 export { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, preAuthEncoding } from './dsse.js';
@@ -22,6 +22,8 @@ export {
   HandoffRecordSchema,
 } from './handoff-record.js';
 export { readSigningKeyFile, writeSigningKeyFile } from './key-files.js';
+export type { LineBlock, ReadLineBlocksOptions } from './line-blocks.js';
+export { forEachLine, readLineBlocks } from './line-blocks.js';
 export {
   consistencyProof,
   inclusionProof,
@@ -32,8 +34,13 @@ export {
 export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from './merkle-tree.js';
 export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
 export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
-export type { DecodedEntry } from './read-entries.js';
+export type { DecodedEntry, ReadEntriesOptions } from './read-entries.js';
 export { decodeEntry, readEntries } from './read-entries.js';
+export { renderReport } from './render-report.js';
+export type { BuildReportOptions } from './report.js';
+export { buildReport } from './report.js';
+export type { ClusterSummary, HandoffSummary, ReportModel } from './report-model.js';
+export { ReportBuilder } from './report-model.js';
 export type { NoteSignature, ParsedNote } from './signed-note.js';
 export { parseNote, signNote } from './signed-note.js';
 export type { Signer, VerifierKey } from './signing-key.js';

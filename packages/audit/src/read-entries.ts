@@ -21,12 +21,19 @@ export function decodeEntry(line: Uint8Array): { entry: LogEntry; statement: Han
   return typeof statement === 'string' ? statement : { entry: parsed.entry, statement };
 }
 
+/** Options of {@link readEntries}. */
+export interface ReadEntriesOptions {
+  /** Called for a line that is not an entry, which is then skipped. @default throw a ConfigError */
+  readonly onBadLine?: (index: number, reason: string) => void;
+}
+
 /**
  * Streams a log's entries in order, decoded but not verified (for listing and reports). A trailing line without a
  * newline (an append in progress) is skipped.
- * @throws {ConfigError} when the file cannot be read or a line is not an entry, naming the file, line and cause.
+ * @throws {ConfigError} when the file cannot be read or (without `onBadLine`) a line is not an entry, naming the
+ * file, line and cause.
  */
-export async function* readEntries(logPath: string): AsyncGenerator<DecodedEntry> {
+export async function* readEntries(logPath: string, options: ReadEntriesOptions = {}): AsyncGenerator<DecodedEntry> {
   let index = 0;
   const blocks = readLineBlocks(logPath);
   for (;;) {
@@ -44,6 +51,10 @@ export async function* readEntries(logPath: string): AsyncGenerator<DecodedEntry
     const decoded: DecodedEntry[] = [];
     forEachLine(bytes, (s, e) => {
       const d = decodeEntry(bytes.subarray(s, e));
+      if (typeof d === 'string' && options.onBadLine) {
+        options.onBadLine(index++, d);
+        return;
+      }
       if (typeof d === 'string') {
         throw new ConfigError(
           `${logPath}:${index + 1}: entry ${index} ${d}; run \`baton audit verify\` to check the whole log`,

@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError } from '@commander-js/extra-typings';
+import { auditCommand } from './audit/command.js';
 import { revokeCommand } from './revoke/command.js';
 import { statusCommand } from './status/command.js';
 import { testenvCommand } from './testenv/command.js';
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   program.addCommand(testenvCommand());
+  program.addCommand(auditCommand());
   program.addCommand(upCommand());
   program.addCommand(revokeCommand());
   program.addCommand(statusCommand());

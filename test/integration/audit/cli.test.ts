@@ -1,0 +1,200 @@
+import { chmod, copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { formatTrustedKeys, parseTrustedKeys, readEntries } from '@baton/audit';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parse } from 'yaml';
+import { copyLog, fixtureKeyFile, readLines, removeDir, runCli, TRUSTED_KEYS, tempDir, writeLines } from './helpers.js';
+
+let dir: string;
+let log: string;
+let keyFile: string;
+
+beforeAll(async () => {
+  dir = await tempDir();
+  keyFile = await fixtureKeyFile(dir);
+  log = join(dir, 'handoffs.jsonl');
+  const r = await runCli([
+    'audit',
+    'synth',
+    '--count',
+    '150',
+    '--key',
+    keyFile,
+    '-o',
+    log,
+    '--origin',
+    'test.baton.dev/audit',
+    '--batch',
+    '40',
+  ]);
+  expect(r, r.stderr).toMatchObject({ code: 0 });
+  expect(r.stderr).toMatch(
+    /appended 150 events to .*handoffs\.jsonl \(entries 0 to 149, origin test\.baton\.dev\/audit\)/,
+  );
+});
+
+afterAll(() => removeDir(dir));
+
+describe.concurrent('baton audit, as a user runs it', () => {
+  test('keygen writes a 0600 private key and a trusted-keys file, prints both paths and never the secret', async () => {
+    const out = join(dir, 'keys');
+    const r = await runCli(['audit', 'keygen', '--out', out, '--name', 'ops-2026', '--origin', 'ops.example/audit']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`private key:  ${join(out, 'ops-2026.key')}`);
+    expect(r.stdout).toContain(`trusted keys: ${join(out, 'trusted-keys.yaml')}`);
+    expect((await stat(join(out, 'ops-2026.key'))).mode & 0o777).toBe(0o600);
+    const secret = (await readFile(join(out, 'ops-2026.key'), 'utf8')).trim().split('+').at(-1)!;
+    expect(r.stdout + r.stderr).not.toContain(secret);
+    const trusted = parseTrustedKeys(await readFile(join(out, 'trusted-keys.yaml'), 'utf8'), 'k');
+    expect(trusted.origin).toBe('ops.example/audit');
+    // A second key for rotation is added to the same file.
+    const again = await runCli([
+      'audit',
+      'keygen',
+      '--out',
+      out,
+      '--name',
+      'ops-2027',
+      '--valid-from',
+      '2027-01-01T00:00:00Z',
+    ]);
+    expect(again.code).toBe(0);
+    expect(
+      parseTrustedKeys(await readFile(join(out, 'trusted-keys.yaml'), 'utf8'), 'k').keys.map((k) => k.name),
+    ).toEqual(['ops-2026', 'ops-2027']);
+  });
+
+  test('verify exits 0 and says what it checked; --json is machine-readable', async () => {
+    const r = await runCli(['audit', 'verify', log, '--keys', TRUSTED_KEYS]);
+    expect(r, r.stderr).toMatchObject({ code: 0 });
+    expect(r.stdout).toMatch(
+      /^verified .*handoffs\.jsonl: 150 entries, 5 trusted checkpoints \(newest covers 150, root [0-9a-f]{16}…\)/,
+    );
+    const j = await runCli(['audit', 'verify', log, '--keys', TRUSTED_KEYS, '--json']);
+    expect(JSON.parse(j.stdout)).toMatchObject({ ok: true, entries: 150, checkpointedSize: 150, failures: [] });
+  });
+
+  test('ls filters by outcome, cluster and time, in table, json and yaml', async () => {
+    const all: { outcome: string; cluster: string; finishedAt: string }[] = [];
+    for await (const d of readEntries(log)) {
+      const r = d.statement.predicate;
+      all.push({ outcome: r.outcome, cluster: r.cluster.name, finishedAt: r.finishedAt });
+    }
+    const failed = await runCli(['audit', 'ls', log, '--outcome', 'failed', '-o', 'json']);
+    const rows = JSON.parse(failed.stdout) as typeof all;
+    expect(rows.length).toBe(all.filter((x) => x.outcome === 'failed').length);
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((x) => x.outcome === 'failed')).toBe(true);
+    const cluster = all[120]!.cluster;
+    const since = all[100]!.finishedAt;
+    const y = parse(
+      (await runCli(['audit', 'ls', log, '--cluster', cluster, '--since', since, '-o', 'yaml'])).stdout,
+    ) as typeof all;
+    expect(y.length).toBe(all.filter((x) => x.cluster === cluster && x.finishedAt >= since).length);
+    expect(y.length).toBeGreaterThan(0);
+    expect(y.every((x) => x.cluster === cluster && x.finishedAt >= since)).toBe(true);
+    const table = await runCli(['audit', 'ls', log, '--last', '3']);
+    expect(table.stdout).toMatch(/INDEX.*CLUSTER.*OUTCOME/);
+    expect(table.stdout).toContain('149');
+    expect(table.stdout).not.toContain('│ 146 ');
+  });
+
+  test('show prints one entry with its decoded statement, by index or run id', async () => {
+    const byIndex = await runCli(['audit', 'show', log, '5', '-o', 'json']);
+    const shown = JSON.parse(byIndex.stdout);
+    expect(shown).toMatchObject({ index: 5, line: 6, event: { type: 'dev.baton.handoff.v1', batonindex: 5 } });
+    expect(shown.statement.predicateType).toBe('https://baton.dev/handoff/v1');
+    const byRun = await runCli(['audit', 'show', log, shown.event.id]);
+    expect(parse(byRun.stdout).index).toBe(5);
+    const missing = await runCli(['audit', 'show', log, 'run-nope']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no entry with run id "run-nope"/);
+  });
+
+  test('prove writes a tlog-proof that verify-proof accepts offline', async () => {
+    const file = join(dir, 'entry-7.tlog-proof');
+    const p = await runCli(['audit', 'prove', log, '7', '-o', file]);
+    expect(p, p.stderr).toMatchObject({ code: 0 });
+    expect(await readFile(file, 'utf8')).toMatch(/^c2sp\.org\/tlog-proof@v1\n/);
+    const v = await runCli(['audit', 'verify-proof', file, '--keys', TRUSTED_KEYS]);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/^verified: entry 7 of 150 in test\.baton\.dev\/audit/);
+    await writeFile(file, (await readFile(file, 'utf8')).replace('index 7', 'index 8'));
+    expect((await runCli(['audit', 'verify-proof', file, '--keys', TRUSTED_KEYS])).code).toBe(1);
+  });
+});
+
+describe.concurrent('bad input gives a clear message and a non-zero exit', () => {
+  test('a corrupt line: verify exits 1 and ls exits 2, both naming the file and line', async () => {
+    const path = join(dir, 'corrupt.jsonl');
+    await copyLog(log, path);
+    const lines = await readLines(path);
+    lines[41] = '{"specversion":"1.0", this is not json';
+    await writeLines(path, lines);
+    const v = await runCli(['audit', 'verify', path, '--keys', TRUSTED_KEYS]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toMatch(/first: corrupt at entry 41/);
+    expect(v.stdout).toMatch(/corrupt\.jsonl:42: entry 41 is not JSON/);
+    const ls = await runCli(['audit', 'ls', path]);
+    expect(ls.code).toBe(2);
+    expect(ls.stderr).toMatch(/corrupt\.jsonl:42: entry 41 is not JSON .*run `baton audit verify`/);
+  });
+
+  test('a missing checkpoint: verify exits 1 and says where it looked', async () => {
+    const path = join(dir, 'no-checkpoint.jsonl');
+    await copyFile(log, path);
+    const v = await runCli(['audit', 'verify', path, '--keys', TRUSTED_KEYS]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toMatch(
+      /checkpoint-missing: .*no-checkpoint\.jsonl: no checkpoint found in .*no-checkpoint\.jsonl\.checkpoints/,
+    );
+  });
+
+  test('an unreadable key file: exit 2 naming the file, the cause and the fix', async () => {
+    const missing = await runCli([
+      'audit',
+      'synth',
+      '--count',
+      '1',
+      '--key',
+      join(dir, 'nope.key'),
+      '-o',
+      join(dir, 'x.jsonl'),
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(
+      /cannot read signing key .*nope\.key: no such file; create one with `baton audit keygen --out <dir>`/,
+    );
+    const open = join(dir, 'open.key');
+    await copyFile(keyFile, open);
+    await chmod(open, 0o644);
+    const tooOpen = await runCli(['audit', 'synth', '--count', '1', '--key', open, '-o', join(dir, 'y.jsonl')]);
+    expect(tooOpen.code).toBe(2);
+    expect(tooOpen.stderr).toMatch(/signing key .*open\.key is readable by others \(mode 0644\); run chmod 600/);
+    const garbage = join(dir, 'garbage.yaml');
+    await writeFile(garbage, 'origin: o\nkeys:\n  - key: not-a-key\n');
+    const bad = await runCli(['audit', 'verify', log, '--keys', garbage]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/garbage\.yaml:3: keys\[0\]\.key: not a valid Ed25519 verifier key/);
+  });
+
+  test('a log from a different origin: verify exits 1 naming both origins', async () => {
+    const other = join(dir, 'other-origin.yaml');
+    const fixture = parseTrustedKeys(await readFile(TRUSTED_KEYS, 'utf8'), TRUSTED_KEYS).toFile();
+    await writeFile(other, formatTrustedKeys({ ...fixture, origin: 'prod.example/audit' }));
+    const v = await runCli(['audit', 'verify', log, '--keys', other]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toMatch(
+      /origin-mismatch: checkpoint .* is for log "test\.baton\.dev\/audit", but the trusted keys are for "prod\.example\/audit"/,
+    );
+  });
+
+  test('usage errors exit 2: a missing flag, an unreadable trusted-keys file', async () => {
+    const r = await runCli(['audit', 'verify', log]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/required option '--keys <file>' not specified/);
+    const keys = await runCli(['audit', 'verify', log, '--keys', join(dir, 'missing.yaml')]);
+    expect(keys.code).toBe(2);
+    expect(keys.stderr).toMatch(/cannot read trusted-keys file .*missing\.yaml: no such file/);
+  });
+});
