@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { HandoffOutcome, type HandoffRecord } from '@baton/audit';
+import { credentialLiveSeconds, HandoffOutcome, type HandoffRecord } from '@baton/audit';
 import { BatonError, KubeApiError, TimeoutError } from '@baton/errors';
 import {
   acquireHandoffLock,
@@ -234,16 +234,18 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     }
 
     await enter(HandoffStep.cleanup);
+    revision = plan.pull.source.revision ?? (await deps.resolveRevision(plan.pull.source));
+    const removedByRun = new Map<string, Date>();
     for (const left of await findBootstrapLeftovers(operator, plan.batonNamespace)) {
       const r = await revokeBootstrapIdentity(operator, left, () => clock.now());
+      if (r.secret) removedByRun.set(left.runId, r.secretDeletedAt);
       leftoversRemoved.push(...r.deleted);
       log.warn(
         { leftoverRunId: left.runId, deleted: r.deleted.length },
         'removed bootstrap leftovers of an earlier run',
       );
     }
-    await recordCrashedRuns(journal, runId, deps, log, leftoversRemoved);
-    revision = plan.pull.source.revision ?? (await deps.resolveRevision(plan.pull.source));
+    await recordCrashedRuns(removedByRun, revision);
 
     ref = bootstrapRefFor(runId, plan.batonNamespace, rules);
     await enter(HandoffStep.mint, {
@@ -266,6 +268,10 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       subject: identity.username,
       issuedAt: identity.issuedAt.toISOString(),
       expiresAt: identity.expiresAt.toISOString(),
+      name: identity.name,
+      namespace: identity.namespace,
+      secretUid: identity.secretUid,
+      audiences: identity.audiences,
     });
     log.info(
       { subject: identity.username, jti: identity.jti, expiresAt: identity.expiresAt.toISOString() },
@@ -348,6 +354,93 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     );
   journal.write(runId, 'finished', clock.now(), { outcome: summary.outcome });
   return summary;
+
+  /** The parts of a record every run of this plan shares: cluster, actor, declared plan. */
+  function recordFrame(rev: string): Pick<HandoffRecord, 'cluster' | 'actor' | 'plan'> {
+    return {
+      cluster: { name: plan.cluster.name, server: operator.server, caFingerprint: caFingerprint(operator) },
+      actor: {
+        user: `${deps.actor.user}${operatorName ? ` (${operatorName})` : ''}`.slice(0, 253),
+        host: deps.actor.host,
+        via: deps.actor.via,
+      },
+      plan: {
+        push: {
+          profile: plan.push.profile,
+          bundleDigest: set.digest,
+          objectCount: set.objects.length,
+          controller: {
+            name: plan.controller.name,
+            namespace: plan.controller.namespace,
+            image: set.controllerImage.image,
+            imageDigest: set.controllerImage.digest,
+          },
+        },
+        pull: {
+          source: { url: plan.pull.source.url, ref: plan.pull.source.ref, revision: rev, path: plan.pull.source.path },
+          serviceAccount: { namespace: plan.controller.namespace, name: plan.controller.serviceAccount },
+        },
+      },
+    };
+  }
+
+  /**
+   * A run killed with kill -9 journaled its credential (fingerprint, JTI, times; never the token) before using it.
+   * Its leftovers were just removed; record it as `aborted` so the audit trail holds every credential that existed.
+   * Its revocation cannot be proven (the token is never stored), so the record has no `revocation`.
+   */
+  async function recordCrashedRuns(removedByRun: ReadonlyMap<string, Date>, rev: string): Promise<void> {
+    for (const run of journal.unfinished()) {
+      if (run.runId === runId) continue;
+      const minted = run.entries.find((e) => e.step === 'minted')?.data as
+        | {
+            fingerprint: string;
+            jti?: string;
+            subject: string;
+            issuedAt: string;
+            expiresAt: string;
+            name: string;
+            namespace: string;
+            secretUid: string;
+            audiences: string[];
+          }
+        | undefined;
+      const mintEntry = run.entries.find((e) => e.step === 'mint')?.data as { revision?: string } | undefined;
+      if (minted) {
+        const deletedAt = removedByRun.get(run.runId);
+        const revokedAt =
+          deletedAt && deletedAt.getTime() < Date.parse(minted.expiresAt) ? deletedAt.toISOString() : null;
+        const c = { issuedAt: minted.issuedAt, expiresAt: minted.expiresAt, revokedAt };
+        const record: HandoffRecord = {
+          runId: run.runId,
+          ...recordFrame(mintEntry?.revision ?? rev),
+          outcome: HandoffOutcome.aborted,
+          failedStep: run.lastStep === 'minted' ? HandoffStep.mint : run.lastStep,
+          error: `the run ended without finishing (killed?) during ${run.lastStep}; run ${runId} removed its bootstrap objects${revokedAt ? '' : ' after the token had expired'}; the revocation is not proven because the token is never stored`,
+          startedAt: run.entries[0]?.at ?? minted.issuedAt,
+          finishedAt: clock.now().toISOString(),
+          credential: {
+            kind: 'serviceaccount-token',
+            fingerprint: minted.fingerprint,
+            ...(minted.jti ? { jti: minted.jti } : {}),
+            subject: minted.subject,
+            audiences: minted.audiences ?? [],
+            boundObject: { kind: 'Secret', namespace: minted.namespace, name: minted.name, uid: minted.secretUid },
+            rbacRules: recordRules(flattenRules(rules)),
+            ...c,
+            liveSeconds: credentialLiveSeconds(c),
+          },
+          stepDurationsMs: {},
+        };
+        const r = await deps.audit.append(record);
+        log.warn(
+          { crashedRunId: run.runId, lastStep: run.lastStep, auditIndex: r.index },
+          'recorded a crashed run as aborted',
+        );
+      }
+      journal.write(run.runId, 'finished', clock.now(), { outcome: 'aborted', resumedBy: runId });
+    }
+  }
 
   async function finish(): Promise<HandoffSummary> {
     const failedStep = failure ? current : undefined;
@@ -497,42 +590,14 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     };
 
     function buildRecord(): HandoffRecord {
-      const controllerDep = set.controllerImage;
       return {
         runId,
-        cluster: { name: plan.cluster.name, server: operator.server, caFingerprint: caFingerprint(operator) },
-        actor: {
-          user: `${deps.actor.user}${operatorName ? ` (${operatorName})` : ''}`.slice(0, 253),
-          host: deps.actor.host,
-          via: deps.actor.via,
-        },
+        ...recordFrame(revision ?? ''),
         outcome,
         ...(finalFailedStep ? { failedStep: finalFailedStep } : {}),
         ...(error ? { error: error.slice(0, 2000) } : {}),
         startedAt: startedAt.toISOString(),
         finishedAt: clock.now().toISOString(),
-        plan: {
-          push: {
-            profile: plan.push.profile,
-            bundleDigest: set.digest,
-            objectCount: set.objects.length,
-            controller: {
-              name: plan.controller.name,
-              namespace: plan.controller.namespace,
-              image: controllerDep.image,
-              imageDigest: controllerDep.digest,
-            },
-          },
-          pull: {
-            source: {
-              url: plan.pull.source.url,
-              ref: plan.pull.source.ref,
-              revision: revision ?? '',
-              path: plan.pull.source.path,
-            },
-            serviceAccount: { namespace: plan.controller.namespace, name: plan.controller.serviceAccount },
-          },
-        },
         ...(identity && credential
           ? {
               credential: {
@@ -547,13 +612,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
                   name: identity.name,
                   uid: identity.secretUid,
                 },
-                rbacRules: flatRules.slice(0, 64).map((r) => ({
-                  ...(r.namespace ? { namespace: r.namespace } : {}),
-                  apiGroups: [...r.apiGroups],
-                  resources: [...r.resources],
-                  verbs: [...r.verbs],
-                  ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}),
-                })),
+                rbacRules: recordRules(flatRules),
                 issuedAt: credential.issuedAt,
                 expiresAt: credential.expiresAt,
                 revokedAt: credential.revokedAt,
@@ -635,27 +694,15 @@ async function createNamespaceIfAbsent(operator: KubeClients, name: string, fiel
   }
 }
 
-// A run killed with kill -9 journaled its credential's fingerprint before using it: record it as aborted so the
-// audit trail shows every credential that ever existed.
-async function recordCrashedRuns(
-  journal: Journal,
-  runId: string,
-  deps: HandoffDeps,
-  log: Logger,
-  removed: readonly string[],
-): Promise<void> {
-  for (const run of journal.unfinished()) {
-    if (run.runId === runId) continue;
-    journal.write(run.runId, 'finished', deps.clock.now(), {
-      outcome: 'aborted',
-      resumedBy: runId,
-      leftoversRemoved: removed.length,
-    });
-    log.warn(
-      { crashedRunId: run.runId, lastStep: run.lastStep },
-      'found a crashed run in the journal; its leftovers were removed',
-    );
-  }
+/** Rules in the audit record's shape (mutable arrays, at most 64). */
+function recordRules(rules: readonly RbacRule[]): NonNullable<HandoffRecord['credential']>['rbacRules'] {
+  return rules.slice(0, 64).map((r) => ({
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    apiGroups: [...r.apiGroups],
+    resources: [...r.resources],
+    verbs: [...r.verbs],
+    ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}),
+  }));
 }
 
 function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {

@@ -1,0 +1,119 @@
+import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { readEntries } from '@baton/audit';
+import { type HandoffSummary, loadManifestSet } from '@baton/core';
+import { computeBootstrapRules, findBootstrapLeftovers, mintBootstrapIdentity, probeToken } from '@baton/kube';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestController, type TestController } from '../../support/gitops-controller.js';
+import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { eventually } from '../../support/kube.js';
+
+const execFileAsync = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
+const baton = (args: string[]) =>
+  execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
+
+let cluster: Cluster;
+let env: HandoffEnv;
+let controller: TestController | undefined;
+
+beforeAll(async () => {
+  cluster = await startCluster({ nodes: 1 });
+  env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
+});
+
+afterAll(async () => {
+  await controller?.stop();
+  await env?.stop();
+  await cluster?.stop();
+});
+
+describe('a run killed with kill -9', () => {
+  let killedRunId = '';
+
+  it('leaves a live bootstrap credential and the lock behind', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_code, signal) => resolve(signal)),
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        // The push has started: the credential is live and objects are being applied.
+        if (stderr.includes('"step":"push"')) resolve();
+      });
+      child.on('exit', () => reject(new Error(`baton up exited before the push:\n${stderr}`)));
+    });
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    killedRunId = /"runId":"([^"]+)"/.exec(stderr)?.[1] ?? '';
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    const left = await findBootstrapLeftovers(operator, 'baton-system');
+    expect(left.map((l) => l.runId)).toEqual([killedRunId]);
+    expect(
+      (await operator.coordination.readNamespacedLease({ namespace: 'baton-system', name: 'baton-handoff' })).spec
+        ?.holderIdentity,
+    ).toContain(killedRunId);
+  });
+
+  it('the next baton up removes the leftovers, takes over the dead holder’s lock and completes the handoff', async () => {
+    const p = env.loaded.plan;
+    controller = startTestController({
+      kubeconfigPath: cluster.kubeconfigPath,
+      repoUrl: env.repoUrl,
+      credentials: env.git.credentials,
+      path: 'controller',
+      namespace: p.controller.namespace,
+      serviceAccount: p.controller.serviceAccount,
+      deployment: p.controller.name,
+      statusName: p.controller.status.name,
+    });
+    const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const s = JSON.parse(stdout) as HandoffSummary;
+    expect(s.outcome, s.error).toBe('handed-off');
+    expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
+    expect(stderr).toContain('took over a stale handoff lock');
+    expect(stdout + stderr).not.toMatch(JWT_PATTERN);
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+
+    // The audit trail: the killed run as `aborted` with its own credential, the completed run with exactly one.
+    const entries = [];
+    for await (const e of readEntries(env.auditLogPath)) entries.push(e.statement.predicate);
+    expect(entries.map((e) => [e.runId, e.outcome])).toEqual([
+      [killedRunId, 'aborted'],
+      [s.runId, 'handed-off'],
+    ]);
+    const completed = entries.filter((e) => e.runId === s.runId);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.credential?.fingerprint).toBe(s.credential?.fingerprint);
+    expect(entries[0]!.credential?.fingerprint).not.toBe(s.credential?.fingerprint);
+    expect(entries[0]!.credential?.revokedAt).toBeTruthy();
+  });
+
+  it('baton revoke finds a leftover credential by label and kills it', async () => {
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    const rules = computeBootstrapRules(loadManifestSet(env.loaded.plan).objects.map((m) => m.object));
+    const id = await mintBootstrapIdentity(operator, {
+      runId: 'orphan',
+      namespace: 'baton-system',
+      rules,
+      now: () => new Date(),
+    });
+    const { stdout } = await baton(['revoke', '--plan', env.planPath, '-o', 'json']);
+    expect(JSON.parse(stdout)).toMatchObject([{ runId: 'orphan', deleted: 6 }]);
+    expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+    // The API server caches a successful token check for 10 s; after that the orphan's token is refused.
+    await eventually(async () => (await probeToken(operator, id.token)) === 401, 30_000, 'orphan token refused', 500);
+  });
+});
