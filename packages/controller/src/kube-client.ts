@@ -171,7 +171,11 @@ export class KubeClient {
           ...(signal ? { signal } : {}),
           headers: {
             accept: 'application/json',
-            ...(payload !== undefined ? { 'content-type': contentType } : {}),
+            // Explicit length: Node sends a DELETE body without one, and the apiserver then reads
+            // the body as the next request on the keep-alive socket (400 Bad Request).
+            ...(payload !== undefined
+              ? { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) }
+              : {}),
             ...(token ? { authorization: `Bearer ${token}` } : {}),
           },
         },

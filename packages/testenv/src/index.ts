@@ -11,6 +11,8 @@ export { ensureGoBuild, goVersion } from './go-build.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 export { cacheRoot, goModulesDir } from './paths.js';
+export type { PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
+export { startPodRunner } from './pod-runner.js';
 export type { PollOptions } from './poll.js';
 export { pollUntil } from './poll.js';
 export { freePorts } from './ports.js';

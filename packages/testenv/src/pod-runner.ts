@@ -1,0 +1,210 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProcessError } from '@baton/errors';
+import { parse } from 'yaml';
+import { KubeHttp } from './kube-http.js';
+import { ManagedProcess } from './managed-process.js';
+
+/** Options of {@link startPodRunner}. */
+export interface StartPodRunnerOptions {
+  /** Admin kubeconfig of the cluster (client certificate), as `startCluster` writes it. */
+  readonly kubeconfigPath: string;
+  /** Runs the containers whose image starts with this, e.g. `ghcr.io/baton-dev/baton-controller`. */
+  readonly imagePrefix: string;
+  /**
+   * Executable and leading arguments of the local stand-in for the image; the container's `args`
+   * follow, then `--kubeconfig`, `--identity`, `--port=0` and `--work-dir`.
+   * @default the controller's `src/main.ts` under tsx with the `@baton/source` condition
+   */
+  readonly command?: readonly string[];
+  /** Working directory of the processes. @default the repository root */
+  readonly cwd?: string;
+  /** How often pods are listed. @default 500 */
+  readonly pollMs?: number;
+}
+
+/** One pod that runs as a local process. */
+export interface RunningPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly pid: number;
+  /** stdout and stderr of the process. */
+  readonly logPath: string;
+  /** How many times the process was restarted after exiting (restartPolicy Always). */
+  readonly restarts: number;
+}
+
+/** A running {@link startPodRunner}. */
+export interface PodRunner {
+  /** Pods that currently have a process, by `namespace/name`. */
+  pods(): RunningPod[];
+  /** Stops every process (SIGTERM, then SIGKILL) and the watch loop. */
+  stop(): Promise<void>;
+}
+
+const REPO_ROOT = new URL('../../../', import.meta.url).pathname;
+const DEFAULT_COMMAND = [
+  process.execPath,
+  '--conditions=@baton/source',
+  '--import',
+  'tsx',
+  join(REPO_ROOT, 'packages/controller/src/main.ts'),
+];
+
+interface Pod {
+  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
+  spec: {
+    nodeName?: string;
+    serviceAccountName?: string;
+    containers: { name: string; image: string; args?: string[] }[];
+  };
+  status?: { phase?: string };
+}
+
+interface Entry {
+  proc: ManagedProcess;
+  pod: Pod;
+  restarts: number;
+  dir: string;
+  nextStartMs: number;
+}
+
+/**
+ * Acts as the kubelet for one image on kwok nodes, which run no containers: when a pod with a
+ * matching container is Running on a node, it starts the image's local stand-in as a process in
+ * its own process group, authenticated with a TokenRequest token bound to that pod for the pod's
+ * ServiceAccount (exactly its in-cluster identity); when the pod goes away, it stops the process.
+ * Processes get `BATON_OWNER_PID` so they exit if this process dies without stopping them.
+ * @throws ProcessError when the admin kubeconfig cannot be read.
+ */
+export async function startPodRunner(options: StartPodRunnerOptions): Promise<PodRunner> {
+  let http: KubeHttp;
+  try {
+    http = await KubeHttp.fromKubeconfig(options.kubeconfigPath);
+  } catch (err) {
+    throw new ProcessError(`pod runner: cannot read kubeconfig ${options.kubeconfigPath}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const kc = parse(await readFile(options.kubeconfigPath, 'utf8')) as {
+    clusters: { cluster: Record<string, string> }[];
+  };
+  const server = kc.clusters[0]?.cluster.server ?? '';
+  const caData = kc.clusters[0]?.cluster['certificate-authority-data'] ?? '';
+  const base = await mkdtemp(join(tmpdir(), 'baton-pods-'));
+  const entries = new Map<string, Entry>();
+  let stopped = false;
+  let busy: Promise<void> = Promise.resolve();
+
+  const startPod = async (key: string, pod: Pod, restarts: number) => {
+    const container = pod.spec.containers.find((c) => c.image.startsWith(options.imagePrefix));
+    if (!container) return;
+    const sa = pod.spec.serviceAccountName ?? 'default';
+    const tr = await http.request('POST', `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
+      },
+    });
+    const token = (tr.body as { status?: { token?: string } }).status?.token;
+    if (tr.status !== 201 || !token) return;
+    const dir = join(base, `${pod.metadata.namespace}_${pod.metadata.name}`);
+    await mkdir(join(dir, 'work'), { recursive: true });
+    await writeFile(join(dir, 'token'), token, { mode: 0o600 });
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeFile(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caData } }],
+        users: [{ name: 'u', user: { tokenFile: join(dir, 'token') } }],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'c',
+      }),
+      { mode: 0o600 },
+    );
+    const [cmd, ...lead] = options.command ?? DEFAULT_COMMAND;
+    const proc = await ManagedProcess.start({
+      name: `pod ${key}`,
+      command: cmd!,
+      args: [
+        ...lead,
+        ...(container.args ?? []),
+        `--kubeconfig=${kubeconfig}`,
+        `--identity=${pod.metadata.name}`,
+        '--port=0',
+        `--work-dir=${join(dir, 'work')}`,
+      ],
+      logPath: join(dir, 'log'),
+      cwd: options.cwd ?? REPO_ROOT,
+      env: {
+        ...process.env,
+        POD_NAME: pod.metadata.name,
+        POD_NAMESPACE: pod.metadata.namespace,
+        BATON_OWNER_PID: String(process.pid),
+      },
+    });
+    entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0 });
+  };
+
+  const tick = async () => {
+    const res = await http.request('GET', '/api/v1/pods');
+    if (res.status !== 200) return;
+    const pods = (res.body as { items: Pod[] }).items.filter(
+      (p) =>
+        p.spec.nodeName &&
+        p.status?.phase === 'Running' &&
+        !p.metadata.deletionTimestamp &&
+        p.spec.containers.some((c) => c.image.startsWith(options.imagePrefix)),
+    );
+    const want = new Map(pods.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]));
+    for (const [key, e] of entries) {
+      const pod = want.get(key);
+      if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
+        entries.delete(key);
+        await e.proc.stop();
+        await rm(e.dir, { recursive: true, force: true });
+      } else if (!e.proc.isRunning && performance.now() >= e.nextStartMs) {
+        // restartPolicy Always, with a pause so a crashing binary is not a hot loop.
+        if (e.nextStartMs === 0) e.nextStartMs = performance.now() + 2_000;
+        else {
+          entries.delete(key);
+          await startPod(key, pod, e.restarts + 1);
+        }
+      }
+    }
+    for (const [key, pod] of want) if (!entries.has(key)) await startPod(key, pod, 0);
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      busy = tick().catch(() => undefined);
+      await busy;
+      await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
+    }
+  })();
+
+  return {
+    pods: () =>
+      [...entries.values()].map((e) => ({
+        namespace: e.pod.metadata.namespace,
+        name: e.pod.metadata.name,
+        pid: e.proc.pid,
+        logPath: join(e.dir, 'log'),
+        restarts: e.restarts,
+      })),
+    async stop() {
+      stopped = true;
+      await busy;
+      await loop;
+      await Promise.all([...entries.values()].map((e) => e.proc.stop()));
+      entries.clear();
+      http.close();
+      await rm(base, { recursive: true, force: true });
+    },
+  };
+}
