@@ -1,28 +1,80 @@
-// `npm run demo`: start a real local control plane, show its nodes through the baton CLI, stop it.
-// `npm run demo -- --keep` leaves it running (stop it with `pnpm baton testenv down --name <name>`).
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+// `pnpm demo`: a complete handoff on a fresh local cluster with a local Git server, then a summary.
+//   pnpm demo -- --json         one JSON object on stdout
+//   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
+// The controller side is the test helper in test/support/gitops-controller.ts: it reconciles from Git with the
+// controller's own ServiceAccount token (no containers run on kwok nodes).
+import { createLogger } from '@baton/core';
+import { startLocalHandoff } from '../test/support/local-handoff.js';
 
-const keep = process.argv.includes('--keep');
-const cli = fileURLToPath(new URL('../packages/cli/src/main.ts', import.meta.url));
-const baton = (args: string[], capture = false) =>
-  execFileSync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', cli, ...args], {
-    stdio: capture ? ['ignore', 'pipe', 'inherit'] : 'inherit',
-    encoding: 'utf8',
-  });
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const keep = args.includes('--keep');
+const err = (line: string) => process.stderr.write(`${line}\n`);
 
-const name = `demo-${process.pid}`;
-process.stderr.write(`starting local cluster ${name} (kube-apiserver, etcd, controller-manager, scheduler, kwok)…\n`);
+err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const up = JSON.parse(baton(['testenv', 'up', '--name', name, '--nodes', '3', '--json'], true)) as {
-  server: string;
-  kubeconfigPath: string;
-};
-process.stdout.write(`cluster ${name} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s at ${up.server}\n\n`);
+const local = await startLocalHandoff({ detached: keep, name: `demo-${process.pid}` });
+err(`cluster ${local.clusterName} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s; handing off…`);
+const ac = new AbortController();
+const onSignal = (sig: NodeJS.Signals) =>
+  ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
+process.once('SIGINT', onSignal);
+process.once('SIGTERM', onSignal);
+let exitCode = 1;
 try {
-  baton(['testenv', 'nodes', '--name', name]);
+  const s = await local.run(createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
+  const summary = {
+    outcome: s.outcome,
+    ...(s.error ? { error: s.error, failedStep: s.failedStep } : {}),
+    runId: s.runId,
+    revision: s.revision,
+    cluster: {
+      name: local.clusterName,
+      server: s.cluster.server,
+      kubeconfigPath: local.kubeconfigPath,
+      apiserverAuditLogPath: local.apiserverAuditLogPath,
+      kept: keep,
+    },
+    credential: s.credential,
+    proof: s.proof,
+    readinessSeconds: s.readinessSeconds,
+    overheadSeconds: s.overheadSeconds,
+    totalSeconds: s.totalSeconds,
+    takeover: s.takeover,
+    stepDurationsMs: s.stepDurationsMs,
+    audit: {
+      logPath: local.env.auditLogPath,
+      keysPath: local.env.keysPath,
+      index: s.audit?.index,
+      eventId: s.audit?.eventId,
+      eventDigest: s.audit?.eventDigest,
+    },
+    controller: 'test helper (test/support/gitops-controller.ts)',
+  };
+  if (json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  else {
+    const c = s.credential;
+    process.stdout.write(
+      [
+        `outcome:            ${s.outcome}${s.error ? ` (${s.error})` : ''}`,
+        `revision:           ${s.revision}`,
+        `bootstrap identity: ${c?.subject} (${c?.fingerprint}, jti ${c?.jti})`,
+        `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
+        `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
+        `readiness wait:     ${s.readinessSeconds} s; orchestration overhead ${s.overheadSeconds} s`,
+        `proof:              HTTP ${s.proof?.probeStatus} with the old token; TokenReview authenticated=${s.proof?.tokenReviewAuthenticated} at ${s.proof?.provedAt}`,
+        `audit:              ${local.env.auditLogPath} #${s.audit?.index} (verify: pnpm baton audit verify ${local.env.auditLogPath} --keys ${local.env.keysPath})`,
+        `kubeconfig:         ${local.kubeconfigPath}`,
+        '',
+      ].join('\n'),
+    );
+  }
+  exitCode = s.outcome === 'handed-off' ? 0 : 1;
 } finally {
+  await local.stop({ keepCluster: keep });
   if (keep)
-    process.stdout.write(`\nkubeconfig: ${up.kubeconfigPath}\nstop it with: pnpm baton testenv down --name ${name}\n`);
-  else baton(['testenv', 'down', '--name', name]);
+    err(
+      `cluster ${local.clusterName} is still running; stop it with: pnpm baton testenv down --name ${local.clusterName}`,
+    );
 }
+process.exitCode = exitCode;
