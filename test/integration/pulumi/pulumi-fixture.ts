@@ -1,0 +1,72 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createPulumiEnv, ensurePulumiEngine, type PulumiEnv, type PulumiEnvOptions } from '@baton/testenv';
+import * as k8s from '@kubernetes/client-node';
+import { LocalWorkspace, PulumiCommand, type PulumiFn, type Stack } from '@pulumi/pulumi/automation/index.js';
+
+/** Root node_modules: where `@pulumi/pulumi` is for the dynamic-provider plugin started in a temp project dir. */
+export const rootNodeModules = new URL('../../../node_modules', import.meta.url).pathname;
+
+/** A per-file Pulumi environment on the real engine (built or reused from baton's cache). */
+export async function pulumiEnv(options: Omit<PulumiEnvOptions, 'engine'> = {}): Promise<PulumiEnv> {
+  const engine = await ensurePulumiEngine();
+  return createPulumiEnv({ nodePath: [rootNodeModules], ...options, engine });
+}
+
+/** Options of {@link inlineStack}. */
+export interface InlineStackOptions {
+  readonly stackName: string;
+  readonly program: PulumiFn;
+  /** @default 'baton-test' */
+  readonly projectName?: string;
+  /** Project directory. @default env.projectDir */
+  readonly workDir?: string;
+  /** Overrides of the environment (e.g. another passphrase). */
+  readonly envVars?: Readonly<Record<string, string>>;
+}
+
+/** An Automation API stack of an inline program, run by our `pulumi` binary in `env`. */
+export async function inlineStack(env: PulumiEnv, options: InlineStackOptions): Promise<Stack> {
+  const pulumiCommand = await PulumiCommand.get({ root: env.engine.cliRoot });
+  const projectName = options.projectName ?? 'baton-test';
+  return LocalWorkspace.createOrSelectStack(
+    { stackName: options.stackName, projectName, program: options.program },
+    {
+      workDir: options.workDir ?? env.projectDir,
+      pulumiCommand,
+      envVars: { ...env.envVars, ...options.envVars },
+      projectSettings: { name: projectName, runtime: 'nodejs', backend: { url: env.backendUrl } },
+    },
+  );
+}
+
+/**
+ * The stack's state file as the file backend stores it (secrets as ciphertext), unlike Automation API's
+ * `exportStack()`, which decrypts them (`--show-secrets`).
+ */
+export async function storedState(env: PulumiEnv, projectName: string, stackName: string): Promise<string> {
+  return readFile(join(env.dir, 'state', '.pulumi', 'stacks', projectName, `${stackName}.json`), 'utf8');
+}
+
+/** Reads a kubeconfig file; the text goes only into Pulumi secrets, never into output. */
+export async function kubeconfigText(path: string): Promise<string> {
+  return readFile(path, 'utf8');
+}
+
+/** Admin API clients for assertions. */
+export function kubeClients(kubeconfigPath: string) {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  return { kc, core: kc.makeApiClient(k8s.CoreV1Api), apps: kc.makeApiClient(k8s.AppsV1Api) };
+}
+
+/** True when the API server answers 404 for the read. */
+export async function isGone(read: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await read();
+    return false;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return true;
+    throw err;
+  }
+}
