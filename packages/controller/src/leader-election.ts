@@ -40,6 +40,7 @@ export class LeaderElector {
   private readonly o: LeaderElectorOptions;
   private leading = false;
   private readonly listeners = new Set<(isLeader: boolean) => void>();
+  private observed: { record: string; atMs: number } | undefined;
   /** Who held the Lease at the last look (for readiness of standby replicas). */
   observedHolder: string | undefined;
 
@@ -97,8 +98,12 @@ export class LeaderElector {
       }
       const holder = lease.spec?.holderIdentity ?? undefined;
       this.observedHolder = holder;
-      const renewedMs = lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : 0;
-      const expired = !holder || renewedMs + (lease.spec?.leaseDurationSeconds ?? duration) * 1000 < clock.now();
+      // As client-go: expiry counts from when *we* saw the record change, not from the holder's
+      // renewTime, so clock skew between replicas cannot make a live leader look expired.
+      const record = `${holder}/${lease.spec?.renewTime}`;
+      if (record !== this.observed?.record) this.observed = { record, atMs: clock.now() };
+      const expired =
+        !holder || this.observed.atMs + (lease.spec?.leaseDurationSeconds ?? duration) * 1000 < clock.now();
       if (holder !== identity && !expired) {
         this.set(false);
         return false;

@@ -251,7 +251,7 @@ describe('baton-controller against a real cluster and a real Git server', () => 
     await waitApplied(lastGood);
   });
 
-  it('reverts a manual edit of a managed object at the next sync and reports the drift', async () => {
+  it('reverts a manual edit (and a manual delete) of a managed object at the next sync and reports the drift', async () => {
     await env.admin.call(
       'PATCH',
       '/api/v1/namespaces/demo/configmaps/settings?fieldManager=kubectl-edit',
@@ -269,6 +269,14 @@ describe('baton-controller against a real cluster and a real Git server', () => 
       async () => (await gitSyncStatus(env.admin))?.driftedObjects?.includes('v1/ConfigMap/demo/settings') === true,
       10_000,
       'drift to be reported',
+    );
+    // A managed object deleted by hand comes back at the next sync.
+    await env.admin.call('DELETE', '/api/v1/namespaces/demo/configmaps/settings');
+    await callWebhook(controller.url);
+    await eventually(
+      async () => (await readConfigMap('demo', 'settings'))?.data?.greeting === 'webhook',
+      10_000,
+      'the deleted object to be re-created',
     );
   });
 
