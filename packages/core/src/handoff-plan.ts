@@ -63,10 +63,28 @@ export const HandoffPlanSchema = z
         .max(600)
         .default(300)
         .describe('push window: the most seconds the bootstrap credential may live'),
+      secrets: z
+        .array(
+          z.strictObject({
+            name: Name,
+            fromFile: z.string().min(1).describe('YAML map of key: value (relative to the plan); never logged'),
+          }),
+        )
+        .default([])
+        .describe('push-only Secrets in the controller namespace that never live in Git (e.g. a webhook key)'),
     }),
     pull: z.strictObject({
       credential: z
-        .strictObject({ secretName: Name.describe('Secret in the manifest set holding the read-only Git credential') })
+        .strictObject({
+          secretName: Name.describe(
+            'Secret holding the read-only Git credential: in the manifest set, or made from fromFile',
+          ),
+          fromFile: z
+            .string()
+            .min(1)
+            .optional()
+            .describe('YAML map of key: value (relative to the plan); never logged'),
+        })
         .describe('the pull credential: must differ from the push credential'),
       source: PullSourceSchema,
     }),
@@ -128,7 +146,18 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
     plan: {
       ...p,
       cluster: { ...p.cluster, ...(p.cluster.kubeconfig ? { kubeconfig: abs(p.cluster.kubeconfig) } : {}) },
-      push: { ...p.push, manifests: abs(p.push.manifests) },
+      push: {
+        ...p.push,
+        manifests: abs(p.push.manifests),
+        secrets: p.push.secrets.map((x) => ({ ...x, fromFile: abs(x.fromFile) })),
+      },
+      pull: {
+        ...p.pull,
+        credential: {
+          ...p.pull.credential,
+          ...(p.pull.credential.fromFile ? { fromFile: abs(p.pull.credential.fromFile) } : {}),
+        },
+      },
       audit: { ...p.audit, logPath: abs(p.audit.logPath), signingKeyPath: abs(p.audit.signingKeyPath) },
       journalDir: abs(p.journalDir),
     },

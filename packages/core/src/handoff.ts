@@ -22,7 +22,6 @@ import {
   releaseHandoffLock,
   reviewToken,
   revokeBootstrapIdentity,
-  serverSideApply,
   statusOf,
   toKubeApiError,
 } from '@baton/kube';
@@ -32,6 +31,7 @@ import { type Clock, pollUntil } from './clock.js';
 import type { LoadedPlan } from './handoff-plan.js';
 import { Journal } from './journal.js';
 import { loadManifestSet, type ManifestSet } from './manifest-set.js';
+import { pushManifests } from './push.js';
 import { readReceipt, writeReceipt } from './receipt.js';
 import { checkTakeover, type TakeoverState } from './takeover.js';
 
@@ -126,6 +126,8 @@ export interface HandoffSummary {
     readonly revisionSeen: string | undefined;
     readonly ownedObjects: readonly string[];
     readonly notTakenOver: readonly string[];
+    /** Plan-declared push-only objects (never in Git), not expected to be taken over. */
+    readonly pushOnly: readonly string[];
   };
   readonly leftoversRemoved: readonly string[];
   readonly stepDurationsMs: Readonly<Record<string, number>>;
@@ -227,6 +229,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
           revisionSeen: state.revisionSeen,
           ownedObjects: state.ownedObjects,
           notTakenOver: state.notTakenOver,
+          pushOnly: state.pushOnly,
         },
         leftoversRemoved,
         stepDurationsMs: durations,
@@ -309,10 +312,10 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     signal.throwIfAborted();
 
     await enter(HandoffStep.push, { objects: set.objects.length });
-    await serverSideApply(
+    await pushManifests(
       bootstrap,
       set.objects.map((m) => m.object),
-      { fieldManager: plan.push.fieldManager, signal },
+      { fieldManager: plan.push.fieldManager, clock, signal },
     );
     pushEndMs = clock.monotonicMs();
 
@@ -547,6 +550,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
               revisionSeen: takeover.revisionSeen,
               ownedObjects: takeover.ownedObjects,
               notTakenOver: takeover.notTakenOver,
+              pushOnly: takeover.pushOnly,
             },
           }
         : {}),

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ConfigError } from '@baton/errors';
-import { describeObject, INSTALL_KINDS, type KubeObject } from '@baton/kube';
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube';
+import { LineCounter, parse, parseAllDocuments } from 'yaml';
 import type { HandoffPlan } from './handoff-plan.js';
 
 /** One object of the manifest set, with where it came from. */
@@ -23,6 +23,8 @@ export interface ManifestSet {
   readonly objects: readonly ManifestObject[];
   /** `sha256:<hex>` over the canonical JSON of the objects in apply order. */
   readonly digest: string;
+  /** Objects the push creates that never live in Git (plan-declared Secrets), as Kind/namespace/name. */
+  readonly pushOnly: readonly string[];
   /** The controller's image reference without digest, and its digest. */
   readonly controllerImage: { readonly image: string; readonly digest: string };
 }
@@ -81,15 +83,22 @@ export const APPLY_ORDER: readonly string[] = [
  * reported at once, each naming the file, the object and the rule; nothing is created by a refused set.
  * Rules: only install kinds; everything namespaced lives in the controller namespace (missing namespaces default
  * to it); the only Namespace is the controller's; bindings bind only ServiceAccounts of the set to roles of the
- * set (never cluster-admin or another existing role); the only Secret is the declared pull credential; the
+ * set (never cluster-admin or another existing role); the only Secrets are the pull credential and push.secrets; kinds a CRD of the set defines are allowed; the
  * controller's ServiceAccount and Deployment are present and the Deployment pins its image by digest.
  * @throws {ConfigError} listing every violation.
  */
 export function validateManifestSet(
-  raw: readonly ManifestObject[],
+  fromDir: readonly ManifestObject[],
   plan: HandoffPlan,
   dir = plan.push.manifests,
 ): ManifestSet {
+  const generated = planSecrets(plan);
+  const raw = [...fromDir, ...generated];
+  const kinds: Readonly<Record<string, KindInfo>> = {
+    ...kindsFromCrds(raw.map((m) => m.object).filter((o) => o?.kind === 'CustomResourceDefinition')),
+    ...INSTALL_KINDS,
+  };
+  const allowedSecrets = [plan.pull.credential.secretName, ...plan.push.secrets.map((x) => x.name)];
   const ns = plan.controller.namespace;
   const problems: string[] = [];
   const where = (m: ManifestObject) => `${m.file}#${m.doc} (line ${m.line})`;
@@ -106,11 +115,11 @@ export function validateManifestSet(
       problems.push(`${where(m)}: not a Kubernetes object (apiVersion, kind and metadata.name are required)`);
       continue;
     }
-    const info = INSTALL_KINDS[o.kind];
+    const info = kinds[o.kind];
     if (!info) {
       refuse(
         m,
-        `is refused: kind ${o.kind} is not part of a controller install (allowed: ${Object.keys(INSTALL_KINDS).join(', ')}); remove it and let the controller apply it from Git`,
+        `is refused: kind ${o.kind} is not part of a controller install (allowed: ${Object.keys(kinds).join(', ')}); remove it and let the controller apply it from Git`,
       );
       continue;
     }
@@ -146,10 +155,10 @@ export function validateManifestSet(
     if (o.kind === 'Namespace' && o.metadata.name !== ns) {
       refuse(m, `is refused: the only Namespace an install creates is the controller namespace ${ns}`);
     }
-    if (o.kind === 'Secret' && o.metadata.name !== plan.pull.credential.secretName) {
+    if (o.kind === 'Secret' && !allowedSecrets.includes(o.metadata.name)) {
       refuse(
         m,
-        `is refused: the only Secret an install carries is the pull credential ${plan.pull.credential.secretName} (pull.credential.secretName)`,
+        `is refused: the only Secrets an install carries are the pull credential and push.secrets (${allowedSecrets.join(', ')})`,
       );
     }
     if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') {
@@ -213,11 +222,69 @@ export function validateManifestSet(
       details: { dir, problems },
     });
   }
-  const ordered = [...objects].sort((a, b) => APPLY_ORDER.indexOf(a.object.kind) - APPLY_ORDER.indexOf(b.object.kind));
-  const digest = `sha256:${createHash('sha256')
-    .update(JSON.stringify(ordered.map((m) => m.object)))
-    .digest('hex')}`;
-  return { dir, objects: ordered, digest, controllerImage };
+  const ordered = [...objects].sort((a, b) => applyRank(a.object.kind) - applyRank(b.object.kind));
+  // Secret values never enter the digest (a hash of a short password can be guessed offline): keys only.
+  const digestable = ordered.map((m) =>
+    m.object.kind === 'Secret' ? { ...m.object, data: secretKeys(m.object), stringData: undefined } : m.object,
+  );
+  const digest = `sha256:${createHash('sha256').update(JSON.stringify(digestable)).digest('hex')}`;
+  const pushOnly = generated.map((m) => `Secret/${ns}/${m.object.metadata.name}`);
+  return { dir, objects: ordered, digest, controllerImage, pushOnly };
+}
+
+// Custom kinds (the controller's source object) come after the built-in ones: their CRD must exist first.
+function applyRank(kind: string): number {
+  const i = APPLY_ORDER.indexOf(kind);
+  return i < 0 ? APPLY_ORDER.length : i;
+}
+
+function secretKeys(o: KubeObject): Record<string, string> {
+  const keys = [...Object.keys((o['data'] as object) ?? {}), ...Object.keys((o['stringData'] as object) ?? {})];
+  return Object.fromEntries(keys.sort().map((k) => [k, '']));
+}
+
+/**
+ * The Secrets the plan declares from files (the pull credential's `fromFile` and `push.secrets`): created by the
+ * push in the controller namespace, never stored in Git.
+ * @throws {ConfigError} naming the file (never its content) when it is unreadable or not a map of strings.
+ */
+export function planSecrets(plan: HandoffPlan): ManifestObject[] {
+  const specs = [
+    ...(plan.pull.credential.fromFile
+      ? [
+          {
+            name: plan.pull.credential.secretName,
+            fromFile: plan.pull.credential.fromFile,
+            field: 'pull.credential.fromFile',
+          },
+        ]
+      : []),
+    ...plan.push.secrets.map((x, i) => ({ ...x, field: `push.secrets[${i}].fromFile` })),
+  ];
+  return specs.map((x) => {
+    let data: unknown;
+    try {
+      data = parse(readFileSync(x.fromFile, 'utf8'), { version: '1.1' });
+    } catch (err) {
+      throw new ConfigError(
+        `${x.field}: cannot read ${x.fromFile} (${(err as NodeJS.ErrnoException).code ?? 'not YAML'}); give a YAML map of key: value`,
+        {
+          cause: err,
+        },
+      );
+    }
+    if (data === null || typeof data !== 'object' || Object.values(data).some((v) => typeof v !== 'string')) {
+      throw new ConfigError(`${x.field}: ${x.fromFile} must be a YAML map of key: string value`);
+    }
+    const object: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: x.name },
+      type: 'Opaque',
+      stringData: data,
+    };
+    return { object, file: `<plan ${x.field}>`, doc: 0, line: 1 };
+  });
 }
 
 /** Reads and validates the plan's manifest directory. @throws {ConfigError} as {@link validateManifestSet}. */

@@ -14,6 +14,8 @@ export interface TakeoverState {
   readonly ownedObjects: readonly string[];
   /** Pushed objects the controller does not (yet) own. */
   readonly notTakenOver: readonly string[];
+  /** Plan-declared push-only objects (never in Git), not expected to be taken over. */
+  readonly pushOnly: readonly string[];
 }
 
 interface ManagedFieldsEntry {
@@ -60,8 +62,9 @@ export async function checkTakeover(
   const owned: string[] = [];
   const notTakenOver: string[] = [];
   for (const m of set.objects) {
-    const live = await readObject(operator, m.object);
     const id = describeObject(m.object);
+    if (set.pushOnly.includes(id)) continue;
+    const live = await readObject(operator, m.object);
     if (live && isOwnedBy(live, plan.controller.fieldManager, plan.push.fieldManager)) owned.push(id);
     else notTakenOver.push(id);
   }
@@ -76,6 +79,7 @@ export async function checkTakeover(
     revisionSeen,
     ownedObjects: owned,
     notTakenOver,
+    pushOnly: set.pushOnly,
   };
 }
 

@@ -16,7 +16,7 @@ export type { KubeClients } from './kube-clients.js';
 export { clientsFromKubeConfig, clientsFromKubeconfigFile, clientsFromToken } from './kube-clients.js';
 export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 export type { KindInfo, KubeObject } from './kube-object.js';
-export { describeObject, INSTALL_KINDS } from './kube-object.js';
+export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';
 export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
 export { acquireHandoffLock, LockHeldError, releaseHandoffLock } from './lease-lock.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';

@@ -45,3 +45,27 @@ export const INSTALL_KINDS: Readonly<Record<string, KindInfo>> = {
 export function describeObject(o: Pick<KubeObject, 'kind' | 'metadata'>): string {
   return o.metadata.namespace ? `${o.kind}/${o.metadata.namespace}/${o.metadata.name}` : `${o.kind}/${o.metadata.name}`;
 }
+
+/**
+ * Kinds defined by the CustomResourceDefinitions in `objects` (a controller's own source kind, e.g. GitSync), with
+ * their group, served version, plural and scope, so that the install may carry one of its objects.
+ */
+export function kindsFromCrds(objects: readonly KubeObject[]): Record<string, KindInfo> {
+  const out: Record<string, KindInfo> = {};
+  for (const o of objects) {
+    if (o.kind !== 'CustomResourceDefinition') continue;
+    const spec = o['spec'] as
+      | {
+          group?: string;
+          scope?: string;
+          names?: { kind?: string; plural?: string };
+          versions?: { name?: string; served?: boolean }[];
+        }
+      | undefined;
+    const kind = spec?.names?.kind;
+    const version = spec?.versions?.find((v) => v.served)?.name;
+    if (!kind || !spec?.group || !spec.names?.plural || !version) continue;
+    out[kind] = { group: spec.group, version, resource: spec.names.plural, isNamespaced: spec.scope !== 'Cluster' };
+  }
+  return out;
+}

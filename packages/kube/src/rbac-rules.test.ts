@@ -124,3 +124,30 @@ describe('ruleAtoms', () => {
     );
   });
 });
+
+describe('computeBootstrapRules with a CRD in the set', () => {
+  it('grants the custom kind by its plural, group and name, only in its namespace', () => {
+    const crd = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'gitsyncs.baton.dev', undefined, {
+      spec: {
+        group: 'baton.dev',
+        scope: 'Namespaced',
+        names: { kind: 'GitSync', plural: 'gitsyncs' },
+        versions: [{ name: 'v1alpha1', served: true }],
+      },
+    });
+    const rules = computeBootstrapRules([crd, o('baton.dev/v1alpha1', 'GitSync', 'ctl', 'gitops-system')]);
+    expect(rules.namespaced['gitops-system']).toContainEqual({
+      namespace: 'gitops-system',
+      apiGroups: ['baton.dev'],
+      resources: ['gitsyncs'],
+      verbs: ['get', 'patch'],
+      resourceNames: ['ctl'],
+    });
+    expect(rules.cluster).toContainEqual({
+      apiGroups: ['apiextensions.k8s.io'],
+      resources: ['customresourcedefinitions'],
+      verbs: ['get', 'patch'],
+      resourceNames: ['gitsyncs.baton.dev'],
+    });
+  });
+});

@@ -1,5 +1,5 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
-import { INSTALL_KINDS, type KubeObject } from './kube-object.js';
+import { INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from './kube-object.js';
 
 /** An RBAC rule in baton's own shape (sorted, no wildcards). `namespace` absent means cluster-wide. */
 export interface RbacRule {
@@ -27,9 +27,11 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
  *   creates with the operator's credential so that the Roles below have somewhere to live;
  * - `escalate` on the Roles/ClusterRoles in the set and `bind` on the roles their bindings reference, by name,
  *   so the credential can install the controller's RBAC without holding the controller's permissions.
- * Never a wildcard. The input must already be validated (only {@link INSTALL_KINDS}).
+ * Never a wildcard. The input must already be validated (only {@link INSTALL_KINDS} and kinds defined by a
+ * CustomResourceDefinition of the same set).
  */
 export function computeBootstrapRules(objects: readonly KubeObject[]): BootstrapRules {
+  const kinds: Readonly<Record<string, KindInfo>> = { ...kindsFromCrds(objects), ...INSTALL_KINDS };
   // key: scope \0 group \0 resource -> names
   const names = new Map<string, Set<string>>();
   const escalate = new Map<string, Set<string>>();
@@ -40,7 +42,7 @@ export function computeBootstrapRules(objects: readonly KubeObject[]): Bootstrap
     m.set(key, s);
   };
   for (const o of objects) {
-    const info = INSTALL_KINDS[o.kind];
+    const info = kinds[o.kind];
     if (!info)
       throw new Error(`computeBootstrapRules: kind ${o.kind} is not an install kind; validate the manifest set first`);
     const scope = info.isNamespaced ? (o.metadata.namespace ?? '') : '';
