@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { checkEntry, type EntryProblem } from './check-entry.js';
 import { forEachLine } from './line-blocks.js';
 import { HASH_BYTES, hashLeaf } from './merkle-tree.js';
@@ -26,6 +27,18 @@ export interface ChunkResult {
   readonly problems: readonly ChunkProblem[];
 }
 
+// RFC 6962 leaf hash without copying the line: the byte before it is the previous line's newline, so it is briefly
+// set to the 0x00 leaf prefix and hashed along. Saves a multi-KB allocation and copy per entry; bytes are restored.
+function hashLeafInPlace(bytes: Uint8Array, start: number, end: number): Buffer {
+  const saved = bytes[start - 1]!;
+  bytes[start - 1] = 0x00;
+  try {
+    return hash('sha256', bytes.subarray(start - 1, end), 'buffer');
+  } finally {
+    bytes[start - 1] = saved;
+  }
+}
+
 /** Hashes and checks every line of a block (see {@link checkEntry}). Pure; runs in a worker or inline. */
 export function checkChunk(bytes: Uint8Array, keys: TrustedKeySet): ChunkResult {
   let count = 0;
@@ -39,7 +52,7 @@ export function checkChunk(bytes: Uint8Array, keys: TrustedKeySet): ChunkResult 
   let i = 0;
   forEachLine(bytes, (start, end) => {
     const line = bytes.subarray(start, end);
-    leafHashes.set(hashLeaf(line), i * HASH_BYTES);
+    leafHashes.set(start > 0 ? hashLeafInPlace(bytes, start, end) : hashLeaf(line), i * HASH_BYTES);
     const check = checkEntry(line, keys);
     indexes[i] = check.index ?? Number.NaN;
     recordedMs[i] = check.recordedMs ?? Number.NaN;

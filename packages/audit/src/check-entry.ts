@@ -1,4 +1,3 @@
-import { preAuthEncoding } from './dsse.js';
 import { envelopeFieldsOf, type LogEntry } from './handoff-event.js';
 import { parseLogLine, parseStatementPayload } from './parse-entry.js';
 import { decodeStrictBase64, verifyEd25519 } from './signing-key.js';
@@ -50,7 +49,7 @@ export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false
   });
   const parsedLine = parseLogLine(line);
   if ('problem' in parsedLine) return fail(EntryProblem.corrupt, parsedLine.problem, parsedLine.index);
-  const { entry, payload } = parsedLine;
+  const { entry, payload, pae } = parsedLine;
   const index = entry.batonindex;
   const recordedMs = Date.parse(entry.recordedtime);
   const env = entry.data;
@@ -63,7 +62,6 @@ export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false
     const ids = env.signatures.map((s) => s.keyid).join(', ');
     return fail(EntryProblem.unknownKey, `is signed only by keys that are not trusted (${ids})`, index, recordedMs);
   }
-  const pae = preAuthEncoding(env.payloadType, payload);
   const verified = candidates.filter((c) => {
     const sig = decodeStrictBase64(c.sig);
     return sig !== undefined && verifyEd25519(c.key.keyObject, pae, sig);

@@ -33,9 +33,12 @@ export type DsseEnvelope = z.infer<typeof DsseEnvelopeSchema>;
  * as ASCII decimal. Signing this instead of the bare body binds the type and avoids canonicalisation.
  */
 export function preAuthEncoding(payloadType: string, payload: Uint8Array): Buffer {
-  const type = Buffer.from(payloadType, 'utf8');
-  const head = Buffer.from(`DSSEv1 ${type.length} ${payloadType} ${payload.length} `, 'utf8');
-  return Buffer.concat([head, payload]);
+  return Buffer.concat([preAuthHeader(payloadType, payload.length), payload]);
+}
+
+/** The PAE up to the body: `"DSSEv1" SP len(type) SP type SP len(body) SP`. */
+export function preAuthHeader(payloadType: string, payloadBytes: number): Buffer {
+  return Buffer.from(`DSSEv1 ${Buffer.byteLength(payloadType, 'utf8')} ${payloadType} ${payloadBytes} `, 'utf8');
 }
 
 /** Signs `payload` with every signer and returns the DSSE envelope. */

@@ -1,6 +1,7 @@
 import { ConfigError } from '@baton/errors';
 import { z } from 'zod';
 import { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
+import { fastSafeParse } from './fast-validator.js';
 import { type HandoffRecord, HandoffRecordSchema } from './handoff-record.js';
 import { formatPath } from './parse-yaml.js';
 import type { Signer } from './signing-key.js';
@@ -67,6 +68,8 @@ const SECRET_PATTERNS: readonly RegExp[] = [
   /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
 ];
 
+const parseRecord = fastSafeParse(HandoffRecordSchema);
+
 /**
  * Builds and signs the audit event for a handoff record.
  * @param record the handoff record; validated against {@link HandoffRecordSchema}.
@@ -75,7 +78,7 @@ const SECRET_PATTERNS: readonly RegExp[] = [
  * looks like a credential (the message names the field, never the value).
  */
 export function createHandoffEvent(record: HandoffRecord, signer: Signer | readonly Signer[]): HandoffEvent {
-  const parsed = HandoffRecordSchema.safeParse(record);
+  const parsed = parseRecord(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`handoff record ${formatPath(issue.path)}: ${issue.message}`, {

@@ -21,6 +21,9 @@ interface AnchorCheck {
   readonly lastRecordedMs: number;
 }
 
+// A log that is wrong on every line must not fill memory with a million messages: keep the first ones, count the rest.
+const MAX_KEPT_FAILURES = 1000;
+
 const FIX = {
   edited: 'restore the log from a copy that verifies',
   order: 'restore the log from a copy that verifies; entries must stay in the order they were appended',
@@ -41,6 +44,7 @@ export class LogSequencer {
   readonly #frontier = new MerkleFrontier();
   readonly #anchorChecks: AnchorCheck[] = [];
   readonly #failures: VerifyFailure[] = [];
+  #droppedFailures = 0;
   #nextAnchor = 0;
   #lastRecordedMs = Number.NEGATIVE_INFINITY;
   #timeFailed = false;
@@ -89,6 +93,7 @@ export class LogSequencer {
    */
   finish(tail: { torn?: { line: number }; oversized?: { line: number } }): {
     failures: VerifyFailure[];
+    droppedFailures: number;
     warnings: string[];
     anchorChecks: readonly AnchorCheck[];
   } {
@@ -129,14 +134,21 @@ export class LogSequencer {
           '(an append is in progress or was interrupted; the next append checkpoints them)',
       );
     }
-    return { failures: this.#failures, warnings, anchorChecks: this.#anchorChecks };
+    return {
+      failures: this.#failures,
+      droppedFailures: this.#droppedFailures,
+      warnings,
+      anchorChecks: this.#anchorChecks,
+    };
   }
 
   #entryProblem(position: number, kind: EntryProblem, message: string): void {
     const covered = position < this.#coveredSize;
     const where = `${this.#log}:${position + 1}: entry ${position}`;
     const push = (k: VerifyFailureKind, fix: string): void => {
-      this.#failures.push({ kind: k, index: position, line: position + 1, message: `${where} ${message}; ${fix}` });
+      if (this.#failures.length >= MAX_KEPT_FAILURES) this.#droppedFailures++;
+      else
+        this.#failures.push({ kind: k, index: position, line: position + 1, message: `${where} ${message}; ${fix}` });
     };
     switch (kind) {
       case EntryProblem.corrupt:

@@ -194,10 +194,21 @@ function splitKey(text: string): [string, string, string] | undefined {
 
 /**
  * Decodes standard, canonically padded base64, or returns undefined. Buffer.from(…, 'base64') alone silently skips
- * junk and accepts URL-safe letters; re-encoding and comparing rejects both without a regex scan.
+ * junk and accepts URL-safe letters; checking the decoded length catches skipped junk, the last group is re-encoded
+ * to catch URL-safe letters and non-canonical padding bits, and only the rest is scanned for '-' and '_'.
+ * With `prefix`, the result is `prefix ‖ decoded`.
  */
-export function decodeStrictBase64(text: string): Buffer | undefined {
+export function decodeStrictBase64(text: string, prefix?: Uint8Array): Buffer | undefined {
   if (text.length % 4 !== 0) return undefined;
-  const buf = Buffer.from(text, 'base64');
-  return buf.toString('base64') === text ? buf : undefined;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const size = (text.length / 4) * 3 - padding;
+  // With a prefix, decode straight after it into one buffer (the DSSE PAE), saving a copy of the payload.
+  const at = prefix?.length ?? 0;
+  const buf = Buffer.allocUnsafe(at + size);
+  if (prefix) buf.set(prefix);
+  if (buf.write(text, at, 'base64') !== size) return undefined;
+  // Node decodes '-' and '_' as URL-safe letters without shortening the output: reject them explicitly.
+  if (text.includes('-') || text.includes('_')) return undefined;
+  const tail = Math.max(0, text.length - 4);
+  return buf.subarray(at + (tail / 4) * 3).toString('base64') === text.slice(tail) ? buf : undefined;
 }

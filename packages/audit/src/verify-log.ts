@@ -67,7 +67,6 @@ export async function verifyLog(
     const inFlight: Promise<ChunkResult>[] = [];
     // Enough blocks in flight to keep every worker busy, few enough that memory stays flat.
     const maxInFlight = Math.max(1, workers * 3);
-    let linesQueued = 0;
     for await (const block of readLineBlocks(logPath, { end: logBytes })) {
       options.signal?.throwIfAborted();
       if (block.type === 'lines') {
@@ -76,9 +75,9 @@ export async function verifyLog(
         continue;
       }
       while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
-      linesQueued = sequencer.size;
-      if (block.type === 'torn') tail.torn = { line: linesQueued + 1 };
-      else tail.oversized = { line: linesQueued + 1 };
+      // All lines before the tail are in the sequencer now, so its size is the tail's index.
+      if (block.type === 'torn') tail.torn = { line: sequencer.size + 1 };
+      else tail.oversized = { line: sequencer.size + 1 };
     }
     while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
   } finally {
@@ -119,7 +118,7 @@ export async function verifyLog(
     root: newest?.root.toString('hex'),
     uncheckpointedEntries: Math.max(0, sequencer.size - (newest?.size ?? 0)),
     failures: sorted.slice(0, MAX_REPORTED_FAILURES),
-    failureCount: sorted.length,
+    failureCount: sorted.length + finished.droppedFailures,
     warnings: finished.warnings,
   };
 }

@@ -58,7 +58,10 @@ export interface VerifyResult {
   readonly uncheckpointedEntries: number;
   /** Failures, first failure first (by entry index; checkpoint-level failures first of all). At most 100. */
   readonly failures: readonly VerifyFailure[];
-  /** How many failures there were in all (failures may be capped). */
+  /**
+   * How many failures were found. Only the first 32 per 1 MiB block and 1,000 in all are examined, so for a log that
+   * is damaged everywhere this is a lower bound.
+   */
   readonly failureCount: number;
   /** Facts that do not fail verification but a reviewer should know (e.g. an unfinished trailing line). */
   readonly warnings: readonly string[];
