@@ -11,10 +11,10 @@ export interface ExampleOutputs {
 /**
  * Creates a Namespace and a ConfigMap in the cluster named by the secret config `kubeconfig` (the contents of a
  * kubeconfig file). The provider is explicit, so the program never falls back to an ambient ~/.kube/config.
- * Config: `example:kubeconfig` (secret, required), `example:namespace`, `example:greeting`.
+ * Config (see Pulumi.yaml): `kubeconfig` (secret, required), `namespace`, `greeting`.
  */
 export function exampleProgram(): ExampleOutputs {
-  const config = new pulumi.Config('example');
+  const config = new pulumi.Config();
   const provider = new k8s.Provider('cluster', {
     kubeconfig: config.requireSecret('kubeconfig'),
     enableServerSideApply: true,
