@@ -3,13 +3,21 @@
 // the same manifests, renamed into their own namespace, and waits for the Deployment to be Available; that
 // credential is never revoked), then a full handoff. Writes bench/results/handoff.json with medians.
 import { writeFile } from 'node:fs/promises';
-import { loadManifestSet } from '@baton/core';
-import { clientsFromKubeconfigFile, deploymentState, type KubeObject, serverSideApply } from '@baton/kube';
+import { type HandoffPlan, loadManifestSet } from '@baton/core';
+import {
+  clientsFromKubeconfigFile,
+  deploymentState,
+  type KubeObject,
+  kindsFromCrds,
+  serverSideApply,
+} from '@baton/kube';
 import { eventually } from '../test/support/kube.js';
 import { startLocalHandoff } from '../test/support/local-handoff.js';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
+// `--test-controller`: the small test profile and its in-process helper instead of baton-controller.
+const controller = args.includes('--test-controller') ? 'test-helper' : 'baton-controller';
 const resultPath = new URL('./results/handoff.json', import.meta.url).pathname;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const median = (xs: number[]) => {
@@ -19,11 +27,17 @@ const median = (xs: number[]) => {
 };
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
-/** The install renamed into `baseline-system` (cluster-scoped names suffixed), so it does not touch the handoff's objects. */
-function renamed(objects: readonly KubeObject[]): KubeObject[] {
-  const text = JSON.stringify(objects)
-    .replaceAll('gitops-system', 'baseline-system')
-    .replaceAll('"gitops-controller"', '"gitops-controller-baseline"');
+/**
+ * The install renamed into `baseline-system` (the controller's name suffixed), without CRDs and their kinds (a CRD
+ * is cluster-wide and would be shared with the handoff) and with an image no pod runner starts.
+ */
+function baseline(plan: HandoffPlan, objects: readonly KubeObject[]): KubeObject[] {
+  const custom = kindsFromCrds(objects);
+  const kept = objects.filter((o) => o.kind !== 'CustomResourceDefinition' && !custom[o.kind]);
+  const text = JSON.stringify(kept)
+    .replaceAll(`"${plan.controller.namespace}"`, '"baseline-system"')
+    .replaceAll(`"${plan.controller.name}"`, `"${plan.controller.name}-baseline"`)
+    .replaceAll('ghcr.io/baton-dev/', 'registry.invalid/baseline/');
   return JSON.parse(text) as KubeObject[];
 }
 
@@ -36,14 +50,18 @@ const samples: {
   purePushSeconds: number;
 }[] = [];
 for (let i = 0; i < runs; i++) {
-  const local = await startLocalHandoff({ name: `bench-handoff-${process.pid}-${i}` });
+  const local = await startLocalHandoff({ name: `bench-handoff-${process.pid}-${i}`, controller });
   try {
     const operator = clientsFromKubeconfigFile(local.kubeconfigPath);
-    const objects = renamed(loadManifestSet(local.env.loaded.plan).objects.map((m) => m.object));
+    const { plan } = local.env.loaded;
+    const objects = baseline(
+      plan,
+      loadManifestSet(plan).objects.map((m) => m.object),
+    );
     const t0 = performance.now();
     await serverSideApply(operator, objects, { fieldManager: 'baseline-push' });
     await eventually(
-      async () => (await deploymentState(operator, 'baseline-system', 'gitops-controller-baseline')).isAvailable,
+      async () => (await deploymentState(operator, 'baseline-system', `${plan.controller.name}-baseline`)).isAvailable,
       120_000,
       'baseline Deployment Available',
       250,
@@ -72,7 +90,7 @@ const pick = (k: keyof (typeof samples)[number]) => r2(median(samples.map((s) =>
 const result = {
   runs,
   measuredAt: new Date().toISOString(),
-  controller: 'test helper (test/support/gitops-controller.ts), reconcile interval 300 ms',
+  controller,
   totalSeconds: pick('totalSeconds'),
   readinessSeconds: pick('readinessSeconds'),
   liveSeconds: pick('liveSeconds'),

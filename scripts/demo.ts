@@ -1,19 +1,21 @@
 // `pnpm demo`: a complete handoff on a fresh local cluster with a local Git server, then a summary.
 //   pnpm demo -- --json         one JSON object on stdout
 //   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
-// The controller side is the test helper in test/support/gitops-controller.ts: it reconciles from Git with the
-// controller's own ServiceAccount token (no containers run on kwok nodes).
+//   pnpm demo -- --test-controller   hand off to the small test profile and its in-process helper instead
+// By default the push installs bootstrap-manifests/baton-controller; kwok runs no containers, so testenv's pod
+// runner plays kubelet for the controller image (packages/controller/src/main.ts with its pod's token).
 import { createLogger } from '@baton/core';
 import { startLocalHandoff } from '../test/support/local-handoff.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const keep = args.includes('--keep');
+const controller = args.includes('--test-controller') ? 'test-helper' : 'baton-controller';
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const local = await startLocalHandoff({ detached: keep, name: `demo-${process.pid}` });
+const local = await startLocalHandoff({ detached: keep, name: `demo-${process.pid}`, controller });
 err(`cluster ${local.clusterName} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s; handing off…`);
 const ac = new AbortController();
 const onSignal = (sig: NodeJS.Signals) =>
@@ -49,7 +51,7 @@ try {
       eventId: s.audit?.eventId,
       eventDigest: s.audit?.eventDigest,
     },
-    controller: 'test helper (test/support/gitops-controller.ts)',
+    controller: local.controller,
   };
   if (json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   else {

@@ -1,19 +1,37 @@
 import { hostname, userInfo } from 'node:os';
-import { createLogger, type HandoffSummary, type Logger, openAuditSink, runHandoff, systemClock } from '@baton/core';
+import {
+  createLogger,
+  type HandoffSummary,
+  type LoadedPlan,
+  type Logger,
+  openAuditSink,
+  runHandoff,
+  systemClock,
+} from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import { startCluster, startDetachedCluster, stopClusterByName } from '@baton/testenv';
-import { startTestController, type TestController } from './gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv } from './handoff-env.js';
+import { createBatonControllerEnv } from './baton-controller-env.js';
+import { startTestController } from './gitops-controller.js';
+import { createHandoffEnv } from './handoff-env.js';
+
+/** Which controller takes over. */
+export type LocalController = 'baton-controller' | 'test-helper';
 
 /** A fresh local cluster, a Git server holding the controller, the controller side, and a plan: ready to hand off. */
 export interface LocalHandoff {
   readonly clusterName: string;
   readonly kubeconfigPath: string;
   readonly apiserverAuditLogPath: string | null;
-  readonly env: HandoffEnv;
+  readonly controller: LocalController;
+  readonly env: {
+    readonly loaded: LoadedPlan;
+    readonly auditLogPath: string;
+    readonly keysPath: string;
+    readonly revision: string;
+  };
   /** Runs `baton up`'s engine in-process with the real collaborators. */
   run(log?: Logger, signal?: AbortSignal): Promise<HandoffSummary>;
-  /** Stops the controller side and the Git server; stops the cluster unless `keepCluster`. */
+  /** Stops the controller side and the Git server; stops the cluster and deletes the files unless `keepCluster`. */
   stop(options?: { keepCluster?: boolean }): Promise<void>;
 }
 
@@ -23,12 +41,14 @@ export interface StartLocalHandoffOptions {
   readonly detached?: boolean;
   readonly name?: string;
   readonly nodes?: number;
+  /**
+   * `baton-controller`: bootstrap-manifests/baton-controller, run by testenv's pod runner. `test-helper`: the small
+   * profile in test/fixtures/handoff, reconciled by test/support/gitops-controller.ts. @default 'baton-controller'
+   */
+  readonly controller?: LocalController;
 }
 
-/**
- * Starts a real local cluster and Git server, commits the test controller profile, writes a plan, and starts the
- * controller side (the test helper that reconciles with the controller's own ServiceAccount token).
- */
+/** Starts a real local cluster, a Git server, the controller side and a plan. */
 export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promise<LocalHandoff> {
   let stopCluster: () => Promise<void>;
   let kubeconfigPath: string;
@@ -47,53 +67,60 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
     clusterName = c.name;
     stopCluster = () => c.stop();
   }
-  let env: HandoffEnv | undefined;
-  let controller: TestController | undefined;
+  const controller = o.controller ?? 'baton-controller';
+  let env: LocalHandoff['env'];
+  let stopSide: (keepFiles: boolean) => Promise<void>;
   try {
-    env = await createHandoffEnv({ kubeconfigPath, plan: { cluster: { name: clusterName } } });
-    const p = env.loaded.plan;
-    controller = startTestController({
-      kubeconfigPath,
-      repoUrl: env.repoUrl,
-      credentials: env.git.credentials,
-      path: 'controller',
-      namespace: p.controller.namespace,
-      serviceAccount: p.controller.serviceAccount,
-      deployment: p.controller.name,
-      statusName: p.controller.status.name,
-    });
+    if (controller === 'baton-controller') {
+      const e = await createBatonControllerEnv({ kubeconfigPath, clusterName });
+      env = e;
+      stopSide = (keepFiles) => e.stop({ keepFiles });
+    } else {
+      const e = await createHandoffEnv({ kubeconfigPath, plan: { cluster: { name: clusterName } } });
+      const p = e.loaded.plan;
+      const ctl = startTestController({
+        kubeconfigPath,
+        repoUrl: e.repoUrl,
+        credentials: e.git.credentials,
+        path: 'controller',
+        namespace: p.controller.namespace,
+        serviceAccount: p.controller.serviceAccount,
+        deployment: p.controller.name,
+        statusName: p.controller.status.name,
+      });
+      env = e;
+      stopSide = async (keepFiles) => {
+        await ctl.stop();
+        if (keepFiles) await e.git.stop();
+        else await e.stop();
+      };
+    }
   } catch (err) {
-    await env?.stop();
     await stopCluster();
     throw err;
   }
-  const ready = env;
-  const ctl = controller;
   let seq = 0;
   return {
     clusterName,
     kubeconfigPath,
     apiserverAuditLogPath: auditLogPath,
-    env: ready,
+    controller,
+    env,
     run: (log = createLogger({ level: 'silent' }), signal) =>
-      runHandoff(ready.loaded, {
+      runHandoff(env.loaded, {
         operator: clientsFromKubeconfigFile(kubeconfigPath),
         clock: systemClock,
         log,
-        audit: openAuditSink(ready.loaded.plan.audit),
+        audit: openAuditSink(env.loaded.plan.audit),
         actor: { user: userInfo().username, host: hostname(), pid: process.pid, via: 'cli' },
         newRunId: () => `${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}-${process.pid}-${seq++}`,
         isPidAlive: () => true,
-        resolveRevision: async () => ready.revision,
+        resolveRevision: async () => env.revision,
         ...(signal ? { signal } : {}),
       }),
     async stop(options = {}) {
-      await ctl.stop();
-      if (options.keepCluster) await ready.git.stop();
-      else {
-        await ready.stop();
-        await stopCluster();
-      }
+      await stopSide(options.keepCluster === true);
+      if (!options.keepCluster) await stopCluster();
     },
   };
 }
