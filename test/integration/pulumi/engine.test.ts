@@ -146,6 +146,21 @@ describe('the Pulumi engine built from Go modules', () => {
     await stack.exportStack(); // not locked
   });
 
+  it('says why `pulumi preview` from a shell in stacks/example cannot run (no language host here)', async () => {
+    expect(engine.languageHost).toBeNull();
+    const cwd = new URL('../../../stacks/example', import.meta.url).pathname;
+    const stack = `shell-${process.pid}`;
+    await env.run(['stack', 'init', stack], { cwd });
+    try {
+      await env.run(['config', 'set', '--secret', 'kubeconfig', 'placeholder', '--stack', stack], { cwd });
+      const err = await rejection(env.run(['preview', '--stack', stack], { cwd, stack }));
+      expect(err.message).toMatch(/the Node.js language host \(pulumi-language-nodejs\) is not available/);
+    } finally {
+      // Also removes stacks/example/Pulumi.<stack>.yaml.
+      await env.run(['stack', 'rm', '--yes', stack], { cwd });
+    }
+  });
+
   it('recovers a stack locked by a killed up with pulumi cancel and stack export/import', async () => {
     const startedFile = join(env.dir, 'gate.started');
     const gateFile = join(env.dir, 'gate.open');

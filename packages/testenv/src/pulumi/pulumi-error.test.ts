@@ -44,6 +44,18 @@ describe('explainPulumiError', () => {
     );
   });
 
+  it('says why a shell `pulumi up` of a Node.js project cannot run here', () => {
+    const err = explainPulumiError(
+      commandError(
+        'CommandError',
+        "error: failed to load language plugin nodejs: no language plugin 'pulumi-language-nodejs' found in the workspace",
+      ),
+      { operation: 'preview' },
+    );
+    expect(err).toBeInstanceOf(BuildError);
+    expect(err.message).toMatch(/language host .* not available.*Automation API/);
+  });
+
   it('names the unreachable server', () => {
     const err = explainPulumiError(
       commandError(

@@ -46,6 +46,12 @@ export function explainPulumiError(err: unknown, context: PulumiErrorContext = {
       { cause: err, details },
     );
   }
+  if (text.includes("no language plugin 'pulumi-language-nodejs' found")) {
+    return new BuildError(
+      `${what} failed: the Node.js language host (pulumi-language-nodejs) is not available: the Go module proxy serves no version of its module, so baton's engine has none, and \`pulumi up\` from a shell in a project directory cannot start a Node.js program; run the program inline through Automation API (LocalWorkspace with \`program\`, as test/integration/pulumi does), or install a pulumi-language-nodejs binary next to the pulumi CLI`,
+      { cause: err, details },
+    );
+  }
   const plugin =
     /no (resource|language) plugin '([^']+)' found|could not find plugin|failed to load plugin ([^\s:]+)/.exec(text);
   if (plugin || (text.includes('ENOENT') && /pulumi/.test(text))) {
