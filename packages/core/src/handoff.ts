@@ -214,6 +214,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       const state = await checkTakeover(operator, plan, set, receipt.revision);
       const healthy = state.isComplete;
       log.info({ receiptRunId: receipt.runId, healthy }, 'cluster already handed off');
+      await releaseHandoffLock(operator, lock);
       journal.write(runId, 'finished', clock.now(), { outcome: 'already-handed-off' });
       return {
         runId,
@@ -250,6 +251,8 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     }
     await recordCrashedRuns(removedByRun, revision);
 
+    // A signal during preflight or cleanup stops the run before any credential exists.
+    runSignal.throwIfAborted();
     ref = bootstrapRefFor(runId, plan.batonNamespace, rules);
     await enter(HandoffStep.mint, {
       name: ref.name,
@@ -709,7 +712,9 @@ function recordRules(rules: readonly RbacRule[]): NonNullable<HandoffRecord['cre
   }));
 }
 
+// A deadline (`baton up --timeout`) is a failure; an operator's signal is an abort.
 function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
+  if (err instanceof TimeoutError) return false;
   return signal?.aborted === true && (err === signal.reason || (err as Error)?.name === 'AbortError');
 }
 

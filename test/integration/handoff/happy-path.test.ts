@@ -204,6 +204,13 @@ describe('baton up on a fresh cluster', () => {
     );
     const sas = await admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' });
     expect(sas.items.filter((s) => s.metadata?.name?.startsWith('baton-bootstrap-'))).toEqual([]);
+    // The lock was released: the cluster is free for the next run.
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    expect(
+      await statusOfCall(() =>
+        operator.coordination.readNamespacedLease({ namespace: 'baton-system', name: 'baton-handoff' }),
+      ),
+    ).toBe(404);
     // `baton status` shows the receipt.
     const status = await execFileAsync(process.execPath, [
       '--conditions=@baton/source',
