@@ -9,6 +9,8 @@ import { describeObject, isStageOneKind, objectId, parseObjectId, type RenderedO
 export const FIELD_MANAGER = 'baton-controller';
 /** The push's field manager, taken over on first apply. */
 export const TAKEOVER_MANAGER = 'baton-bootstrap';
+/** Annotation the controller stamps on every applied object: a hash of the object as rendered from Git. */
+export const HASH_ANNOTATION = 'baton.dev/applied-hash';
 /** Annotation that keeps an object when it disappears from Git: `baton.dev/prune: disabled`. */
 export const PRUNE_ANNOTATION = 'baton.dev/prune';
 
@@ -65,13 +67,12 @@ export interface ApplierDeps {
 /**
  * Applies a rendered revision: CRDs and Namespaces first (waiting for CRDs to be Established), a
  * server-side dry run of everything else, then server-side apply with force as `baton-controller`,
- * then prune. An object is only sent when it is new, its desired content changed, or its
- * resourceVersion moved since this process applied it (so a no-op sync lists, it does not write).
+ * then prune. An object is only sent when it is missing, its content in Git changed (the
+ * `baton.dev/applied-hash` annotation differs), a field Git sets was changed in the cluster, or
+ * another manager still co-owns it: a no-op sync lists, it does not write, even after a restart.
  */
 export class Applier {
   private readonly deps: ApplierDeps;
-  // id -> what we last applied: content hash and the resourceVersion the apiserver answered.
-  private readonly applied = new Map<string, { hash: string; rv: string }>();
 
   constructor(deps: ApplierDeps) {
     this.deps = deps;
@@ -93,14 +94,19 @@ export class Applier {
     const stage2: RenderedObject[] = [];
     for (const r of objects) (isStageOneKind(r.object.kind) ? stage1 : stage2).push(r);
 
+    const appliedRvs = new Map<string, string>();
     // Stage one: the kinds everything else may depend on.
-    for (const r of stage1) this.checkDuplicate(seen, r);
+    for (const r of stage1) {
+      this.checkDuplicate(seen, r);
+      stampHash(r.object);
+    }
     const todo1 = await this.planChanges(stage1, options.signal);
     await this.applyAll(
       todo1.map((p) => p.r),
       false,
       limit,
       options.signal,
+      appliedRvs,
     );
     const crds = stage1.filter((r) => r.object.kind === 'CustomResourceDefinition');
     await mapLimit(crds, limit, (r) => this.waitEstablished(r, options.signal));
@@ -117,6 +123,7 @@ export class Applier {
       if (info.namespaced && !r.object.metadata.namespace) r.object.metadata.namespace = 'default';
       if (!info.namespaced && r.object.metadata.namespace) delete r.object.metadata.namespace;
       this.checkDuplicate(seen, r);
+      stampHash(r.object);
     }
     const todo2 = await this.planChanges(stage2, options.signal);
     await this.applyAll(
@@ -130,19 +137,19 @@ export class Applier {
       false,
       limit,
       options.signal,
+      appliedRvs,
     );
 
     const drifted: string[] = [];
-    [...todo1, ...todo2].forEach((p) => {
-      // Same desired content, but the object changed since our apply, and our apply changed it back.
-      if (p.isDriftCandidate && p.liveRv !== this.applied.get(p.id)?.rv) drifted.push(p.id);
-    });
+    for (const p of [...todo1, ...todo2]) {
+      // Same revision as live, but a field Git sets had changed, and our apply changed it back.
+      if (p.isDriftCandidate && p.liveRv !== appliedRvs.get(p.id)) drifted.push(p.id);
+    }
 
     const inventory = [...seen.keys()];
     const { pruned, refused } = options.prune
       ? await this.prune(options.previousInventory, new Set(inventory), options.protect, options.signal)
       : { pruned: [], refused: [] };
-    for (const id of pruned) this.applied.delete(id);
     return {
       inventory: [...inventory, ...refused.filter((id) => !seen.has(id))],
       appliedCount: todo1.length + todo2.length,
@@ -164,43 +171,50 @@ export class Applier {
     seen.set(id, r);
   }
 
-  // Lists live objects per (apiVersion, kind, namespace) and keeps those that need an apply.
+  // Lists live objects once per (apiVersion, kind, namespace) and keeps those that need an apply:
+  // missing, changed in Git (hash annotation differs), changed in the cluster in a field Git sets,
+  // or not yet owned by baton-controller alone. Status-only changes are not a reason to write.
   private async planChanges(rs: readonly RenderedObject[], signal?: AbortSignal) {
     const groups = new Map<string, RenderedObject[]>();
     for (const r of rs) {
       const k = `${r.object.apiVersion}\n${r.object.kind}\n${r.object.metadata.namespace ?? ''}`;
-      groups.set(k, [...(groups.get(k) ?? []), r]);
+      const g = groups.get(k);
+      if (g) g.push(r);
+      else groups.set(k, [r]);
     }
-    const live = new Map<string, string>();
+    const live = new Map<string, KubeObject>();
     await mapLimit([...groups.values()], 4, async (g) => {
       const o = g[0]!.object;
-      // Nothing cached for this group: every object will be applied anyway, skip the list.
-      if (!g.some((r) => this.applied.has(objectId(r.object)))) return;
       try {
         const path = await this.deps.kube.collectionPath(o.apiVersion, o.kind, o.metadata.namespace);
         const list = await this.deps.kube.call<{ items: KubeObject[] }>('GET', path, undefined, undefined, signal);
         for (const item of list.items)
-          live.set(
-            `${o.apiVersion}/${o.kind}/${item.metadata.namespace ?? ''}/${item.metadata.name}`,
-            item.metadata.resourceVersion ?? '',
-          );
+          live.set(`${o.apiVersion}/${o.kind}/${item.metadata.namespace ?? ''}/${item.metadata.name}`, item);
       } catch {
         // Unlistable or unknown kind: treat as changed, the dry run reports the real error.
       }
     });
+    const managers = this.deps.takeoverManagers ?? [TAKEOVER_MANAGER];
     const out: { r: RenderedObject; id: string; liveRv: string | undefined; isDriftCandidate: boolean }[] = [];
     for (const r of rs) {
       const id = objectId(r.object);
-      const hash = hashOf(r.object);
-      const prev = this.applied.get(id);
-      const liveRv = live.get(id);
-      if (prev && prev.hash === hash && liveRv === prev.rv) continue;
-      out.push({ r, id, liveRv, isDriftCandidate: prev !== undefined && prev.hash === hash && liveRv !== undefined });
+      const hash = r.object.metadata.annotations?.[HASH_ANNOTATION];
+      const l = live.get(id);
+      const isSameRevision = l !== undefined && l.metadata.annotations?.[HASH_ANNOTATION] === hash;
+      const isOwned = l !== undefined && isOwnedSolelyBy(l, managers);
+      if (isSameRevision && isOwned && isSubset(withoutStatus(r.object), l)) continue;
+      out.push({ r, id, liveRv: l?.metadata.resourceVersion, isDriftCandidate: isSameRevision && isOwned });
     }
     return out;
   }
 
-  private async applyAll(rs: readonly RenderedObject[], dryRun: boolean, limit: number, signal?: AbortSignal) {
+  private async applyAll(
+    rs: readonly RenderedObject[],
+    dryRun: boolean,
+    limit: number,
+    signal?: AbortSignal,
+    appliedRvs?: Map<string, string>,
+  ) {
     const failures: string[] = [];
     let firstCause: unknown;
     await mapLimit(rs, limit, async (r) => {
@@ -208,7 +222,7 @@ export class Applier {
         let res = await this.deps.kube.apply(r.object, FIELD_MANAGER, { dryRun, ...(signal ? { signal } : {}) });
         if (!dryRun) {
           res = await this.dropTakeoverManagers(res, signal);
-          this.applied.set(objectId(r.object), { hash: hashOf(r.object), rv: res.metadata.resourceVersion ?? '' });
+          appliedRvs?.set(objectId(r.object), res.metadata.resourceVersion ?? '');
         }
       } catch (err) {
         signal?.throwIfAborted();
@@ -338,6 +352,34 @@ function where(r: RenderedObject): string {
   return `${r.source.file} (document ${r.source.doc})`;
 }
 
-function hashOf(o: KubeObject): string {
-  return createHash('sha256').update(JSON.stringify(o)).digest('hex');
+function stampHash(o: KubeObject): void {
+  const hash = createHash('sha256').update(JSON.stringify(o)).digest('hex').slice(0, 32);
+  o.metadata.annotations = { ...(o.metadata.annotations ?? {}), [HASH_ANNOTATION]: hash };
+}
+
+// List items carry no apiVersion/kind, and status is not ours to compare.
+function withoutStatus(o: KubeObject): Record<string, unknown> {
+  const { status: _status, apiVersion: _apiVersion, kind: _kind, ...rest } = o;
+  return rest;
+}
+
+/** True when `live` has an Apply entry of baton-controller and none of the managers being taken over. */
+function isOwnedSolelyBy(live: KubeObject, takeover: readonly string[]): boolean {
+  const fields = live.metadata.managedFields ?? [];
+  return (
+    fields.some((f) => f.manager === FIELD_MANAGER && f.operation === 'Apply') &&
+    !fields.some((f) => takeover.includes(f.manager ?? ''))
+  );
+}
+
+/**
+ * True when every field of `want` has the same value in `have` (extra fields in `have`, from
+ * defaulting or other managers, are fine; arrays must have the same length).
+ */
+export function isSubset(want: unknown, have: unknown): boolean {
+  if (want === null || typeof want !== 'object') return want === have;
+  if (Array.isArray(want))
+    return Array.isArray(have) && want.length === have.length && want.every((w, i) => isSubset(w, have[i]));
+  if (typeof have !== 'object' || have === null || Array.isArray(have)) return false;
+  return Object.entries(want).every(([k, v]) => isSubset(v, (have as Record<string, unknown>)[k]));
 }

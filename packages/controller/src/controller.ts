@@ -301,6 +301,8 @@ class Controller {
       revision = fetched.revision;
       log = log.child({ revision });
       const isNewRevision = gs.status?.lastAttemptedRevision !== revision;
+      // An earlier failed attempt at this revision must not swallow its Applied event.
+      const isNewlyApplied = gs.status?.lastAppliedRevision !== revision;
       if (isNewRevision)
         await this.writeStatus(gs, { lastAttemptedRevision: revision }, [
           cond('Reconciling', 'True', 'Progressing', `applying revision ${revision}`),
@@ -345,7 +347,7 @@ class Controller {
           cond('Stalled', 'False', 'Succeeded', 'the last sync succeeded'),
         ],
       );
-      if (isNewRevision || result.pruned.length || result.drifted.length)
+      if (isNewlyApplied || result.pruned.length || result.drifted.length)
         await this.event(gs, 'Normal', 'Applied', message);
       if (result.pruneRefused.length)
         await this.event(

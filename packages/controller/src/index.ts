@@ -1,6 +1,15 @@
 // The curated public API of @baton/controller.
 export type { ApplierDeps, ApplyResult, ProtectedIdentity } from './applier.js';
-export { Applier, FIELD_MANAGER, isProtected, PRUNE_ANNOTATION, SyncError, TAKEOVER_MANAGER } from './applier.js';
+export {
+  Applier,
+  FIELD_MANAGER,
+  HASH_ANNOTATION,
+  isProtected,
+  isSubset,
+  PRUNE_ANNOTATION,
+  SyncError,
+  TAKEOVER_MANAGER,
+} from './applier.js';
 export type { Clock } from './clock.js';
 export { mapLimit, realClock } from './clock.js';
 export type { ControllerOptions, RunningController, SyncOutcome } from './controller.js';

@@ -369,6 +369,22 @@ describe('baton-controller against a real cluster and a real Git server', () => 
     await waitApplied(lastGood);
   });
 
+  it('a sync with nothing new sends nothing and changes no resourceVersion', async () => {
+    const list = async () => {
+      const l = await env.admin.call<{ items: { metadata: { name: string; resourceVersion: string } }[] }>(
+        'GET',
+        '/api/v1/namespaces/demo/configmaps',
+      );
+      return Object.fromEntries(l.items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+    };
+    const before = await list();
+    const last = controller.lastSync?.syncId;
+    expect(await callWebhook(controller.url)).toBe(202);
+    await eventually(async () => controller.lastSync?.syncId !== last, 10_000, 'one more sync');
+    expect(controller.lastSync).toMatchObject({ isOk: true, revision: lastGood, appliedCount: 0 });
+    expect(await list()).toEqual(before);
+  });
+
   it('never writes a token, password or webhook secret to its logs', async () => {
     const text = logs.text();
     expect(text).toContain('"syncId"');
