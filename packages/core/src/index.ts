@@ -14,7 +14,7 @@ export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';
 export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.js';
 export type { ManifestObject, ManifestSet } from './manifest-set.js';
-export { APPLY_ORDER, loadManifestSet, readManifestDir, validateManifestSet } from './manifest-set.js';
+export { APPLY_ORDER, loadManifestSet, planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
 export type { Receipt } from './receipt.js';
 export { RECEIPT_NAME, readReceipt, writeReceipt } from './receipt.js';
 export type { TakeoverState } from './takeover.js';

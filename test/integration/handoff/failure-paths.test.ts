@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,6 +81,15 @@ describe('a handoff that does not complete', () => {
     expect(await statusOfCall(() => admin.core.readNamespace({ name: 'gitops-system' }))).toBe(404);
     expect(await statusOfCall(() => admin.core.readNamespacedPod({ namespace: 'default', name: 'sneaky' }))).toBe(404);
     expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'ci-admin' }))).toBe(404);
+    // Through the CLI it is a usage/config error: exit 2, the reason on stderr.
+    const cli = spawnSync(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath],
+      { encoding: 'utf8' },
+    );
+    expect(cli.status).toBe(2);
+    expect(cli.stderr).toContain('ClusterRoleBinding "ci-admin" binds ClusterRole cluster-admin');
+    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(404);
   });
 
   it('controller never ready: times out, revokes, proves, records a failed event', async () => {
