@@ -11,8 +11,7 @@ import {
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import { startCluster, startDetachedCluster, stopClusterByName } from '@baton/testenv';
 import { createBatonControllerEnv } from './baton-controller-env.js';
-import { startTestController } from './gitops-controller.js';
-import { createHandoffEnv } from './handoff-env.js';
+import { createHandoffEnv, startControllerFor } from './handoff-env.js';
 
 /** Which controller takes over. */
 export type LocalController = 'baton-controller' | 'test-helper';
@@ -77,17 +76,7 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
       stopSide = (keepFiles) => e.stop({ keepFiles });
     } else {
       const e = await createHandoffEnv({ kubeconfigPath, plan: { cluster: { name: clusterName } } });
-      const p = e.loaded.plan;
-      const ctl = startTestController({
-        kubeconfigPath,
-        repoUrl: e.repoUrl,
-        credentials: e.git.credentials,
-        path: 'controller',
-        namespace: p.controller.namespace,
-        serviceAccount: p.controller.serviceAccount,
-        deployment: p.controller.name,
-        statusName: p.controller.status.name,
-      });
+      const ctl = startControllerFor(e, kubeconfigPath);
       env = e;
       stopSide = async (keepFiles) => {
         await ctl.stop();

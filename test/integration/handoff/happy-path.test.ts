@@ -16,8 +16,8 @@ import {
 } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestController, type TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import type { TestController } from '../../support/gitops-controller.js';
+import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, statusOfCall } from '../../support/kube.js';
 
@@ -33,17 +33,7 @@ let logText = '';
 beforeAll(async () => {
   cluster = await startCluster({ nodes: 1 });
   env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-  const p = env.loaded.plan;
-  controller = startTestController({
-    kubeconfigPath: cluster.kubeconfigPath,
-    repoUrl: env.repoUrl,
-    credentials: env.git.credentials,
-    path: 'controller',
-    namespace: p.controller.namespace,
-    serviceAccount: p.controller.serviceAccount,
-    deployment: p.controller.name,
-    statusName: p.controller.status.name,
-  });
+  controller = startControllerFor(env, cluster.kubeconfigPath);
 });
 
 afterAll(async () => {

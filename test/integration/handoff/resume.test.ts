@@ -6,8 +6,8 @@ import { type HandoffSummary, loadManifestSet } from '@baton/core';
 import { computeBootstrapRules, findBootstrapLeftovers, mintBootstrapIdentity, probeToken } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestController, type TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import type { TestController } from '../../support/gitops-controller.js';
+import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { eventually } from '../../support/kube.js';
 
@@ -67,17 +67,7 @@ describe('a run killed with kill -9', () => {
   });
 
   it('the next baton up removes the leftovers, takes over the dead holder’s lock and completes the handoff', async () => {
-    const p = env.loaded.plan;
-    controller = startTestController({
-      kubeconfigPath: cluster.kubeconfigPath,
-      repoUrl: env.repoUrl,
-      credentials: env.git.credentials,
-      path: 'controller',
-      namespace: p.controller.namespace,
-      serviceAccount: p.controller.serviceAccount,
-      deployment: p.controller.name,
-      statusName: p.controller.status.name,
-    });
+    controller = startControllerFor(env, cluster.kubeconfigPath);
     const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
     const s = JSON.parse(stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('handed-off');
