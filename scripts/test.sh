@@ -4,15 +4,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-results
+# Every process the tests start inherits this marker, so leftovers can be found exactly.
+export BATON_TEST_RUN_ID="test-$$-$(date +%s)"
 rm -f test-results/vitest.json
 pnpm exec vitest run --maxWorkers=1 --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 code=$?
 node scripts/test-summary.mjs test-results/vitest.json || code=1
-# No control-plane process may outlive the test run.
-left=$(pgrep -f -- '--conditions=@baton/source .*host\.ts|baton/testenv/bin/(kube-|etcd|kwok)' || true)
-if [ -n "$left" ]; then
-  echo "processes left running after the tests:" >&2
-  ps -o pid,args -p $(echo $left | tr ' ' ',') >&2 || true
-  code=1
-fi
+# No process started by the tests (hosts, controllers, kube-*, etcd, kwok, git, pulumi) may outlive them.
+sleep 1
+env -u BATON_TEST_RUN_ID node scripts/leftover-processes.mjs "$BATON_TEST_RUN_ID" $$ || code=1
 exit $code
