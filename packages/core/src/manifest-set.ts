@@ -239,7 +239,7 @@ function applyRank(kind: string): number {
 }
 
 function secretKeys(o: KubeObject): Record<string, string> {
-  const keys = [...Object.keys((o['data'] as object) ?? {}), ...Object.keys((o['stringData'] as object) ?? {})];
+  const keys = [...Object.keys((o.data as object) ?? {}), ...Object.keys((o.stringData as object) ?? {})];
   return Object.fromEntries(keys.sort().map((k) => [k, '']));
 }
 

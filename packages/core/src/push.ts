@@ -25,7 +25,7 @@ export async function pushManifests(
   const crdOf = new Map(
     objects
       .filter((o) => o.kind === 'CustomResourceDefinition')
-      .map((o) => [String((o['spec'] as { names?: { kind?: string } })?.names?.kind), o]),
+      .map((o) => [String((o.spec as { names?: { kind?: string } })?.names?.kind), o]),
   );
   const established = new Set<string>();
   for (const o of objects) {
@@ -35,7 +35,7 @@ export async function pushManifests(
         async () => {
           const live = await readObject(bootstrap, crd);
           const conditions =
-            (live?.['status'] as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
+            (live?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
           return conditions.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
         },
         {

@@ -54,7 +54,7 @@ export function kindsFromCrds(objects: readonly KubeObject[]): Record<string, Ki
   const out: Record<string, KindInfo> = {};
   for (const o of objects) {
     if (o.kind !== 'CustomResourceDefinition') continue;
-    const spec = o['spec'] as
+    const spec = o.spec as
       | {
           group?: string;
           scope?: string;

@@ -107,7 +107,7 @@ describe('a handoff that does not complete', () => {
     const s = await runHandoff(e.loaded, deps);
     expect(s.error).toContain('push window budget of 2 s exceeded (push.budgetSeconds)');
     // Budget counts from issue: the wait ended about 2 s after the credential was minted.
-    expect(s.stepDurationsMs['takeover']).toBeLessThan(4000);
+    expect(s.stepDurationsMs.takeover).toBeLessThan(4000);
     await expectRevokedProvedRecorded(e, s, 'failed', 'takeover');
   });
 
