@@ -2,8 +2,10 @@ import { ConfigError } from '@baton/errors';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
+  ensurePulumiEngine,
   KubeHttp,
   listClusters,
+  PULUMI_VERSIONS,
   startDetachedCluster,
   stopClusterByName,
 } from '@baton/testenv';
@@ -108,12 +110,14 @@ export function testenvCommand(): Command {
 
   cmd
     .command('build')
-    .description('build (or verify the cache of) the pinned control-plane binaries')
+    .description('build (or verify the cache of) the pinned control-plane binaries and the Pulumi engine')
     .option('--force', 'rebuild even when cached', false)
+    .option('--no-pulumi', 'skip the Pulumi engine (CLI and Kubernetes provider)')
     .option('--json', 'print what was built as JSON', false)
     .action(async (o) => {
       const bins = await ensureControlPlaneBinaries({ force: o.force, onProgress: err });
-      const builds = bins.builds.map((b) => ({
+      const engine = o.pulumi ? await ensurePulumiEngine({ force: o.force, onProgress: err }) : undefined;
+      const builds = [...bins.builds, ...(engine?.builds ?? [])].map((b) => ({
         name: b.name,
         built: b.built,
         buildSeconds: b.buildSeconds,
@@ -121,7 +125,10 @@ export function testenvCommand(): Command {
         sizesMB: Object.fromEntries(Object.entries(b.sizes).map(([k, v]) => [k, Math.round(v / 1e5) / 10])),
         dir: b.dir,
       }));
-      if (o.json) process.stdout.write(`${JSON.stringify({ versions: CONTROL_PLANE_VERSIONS, builds }, null, 2)}\n`);
+      if (o.json)
+        process.stdout.write(
+          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, ...(engine ? PULUMI_VERSIONS : {}) }, builds }, null, 2)}\n`,
+        );
       else
         for (const b of builds)
           process.stdout.write(
