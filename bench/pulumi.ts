@@ -29,7 +29,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
-  return round(s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function round(n: number, digits = 2): number {
@@ -152,15 +152,15 @@ try {
   await cluster.stop();
 }
 
-const pulumiUpSeconds = Object.fromEntries(SIZES.map((n) => [n, median(pulumiUp[n]!)]));
-const ssaSeconds = Object.fromEntries(SIZES.map((n) => [n, median(ssa[n]!)]));
+const pulumiUpSeconds = Object.fromEntries(SIZES.map((n) => [n, round(median(pulumiUp[n]!))]));
+const ssaSeconds = Object.fromEntries(SIZES.map((n) => [n, round(median(ssa[n]!), 3)]));
 const result = {
   description:
     'pulumi up of N ConfigMaps (real engine + Kubernetes provider, file backend, explicit provider) vs server-side apply of the same N objects (concurrent, @kubernetes/client-node), same local cluster; medians',
   runs,
   pulumiUpSeconds,
   ssaSeconds,
-  ratioPulumiToSsa: Object.fromEntries(SIZES.map((n) => [n, round(pulumiUpSeconds[n]! / ssaSeconds[n]!, 1)])),
+  ratioPulumiToSsa: Object.fromEntries(SIZES.map((n) => [n, round(median(pulumiUp[n]!) / median(ssa[n]!), 1)])),
   samples: {
     pulumiUpSeconds: Object.fromEntries(SIZES.map((n) => [n, pulumiUp[n]!.map((x) => round(x))])),
     ssaSeconds: Object.fromEntries(SIZES.map((n) => [n, ssa[n]!.map((x) => round(x, 3))])),
