@@ -110,9 +110,10 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
     };
   })();
   if (!options.cacheDir) {
-    memo = run.catch((err) => {
+    memo = run;
+    // Forget a failed build so the next call retries; the caller still gets the rejection from `run`.
+    run.catch(() => {
       memo = undefined;
-      throw err;
     });
   }
   return run;
