@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
-import { ConfigError } from '@baton/errors';
+import { ConfigError, ProcessError } from '@baton/errors';
 import {
   CONTROL_PLANE_VERSIONS,
   type ControlPlaneBinaries,
@@ -105,6 +105,20 @@ rules:
  *   start; TimeoutError naming what did not become ready.
  */
 export async function startCluster(options: StartClusterOptions = {}): Promise<Cluster> {
+  // A port found free can still be taken by another process before a component binds it: start again
+  // with fresh ports rather than fail (every component of the failed attempt is already reaped).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options);
+    } catch (err) {
+      const portClash = err instanceof ProcessError && /address already in use/.test(err.message);
+      if (!portClash || attempt >= 3) throw err;
+      options.onProgress?.(`port clash during start (attempt ${attempt}); retrying with fresh ports`);
+    }
+  }
+}
+
+async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> {
   const name = options.name ?? `baton-${randomBytes(3).toString('hex')}`;
   if (!NAME_RE.test(name)) {
     throw new ConfigError(
