@@ -32,7 +32,7 @@ export { KubeClient, statusOfError } from './kube-client.js';
 export type { LeaderElectorOptions } from './leader-election.js';
 export { LeaderElector } from './leader-election.js';
 export type { ControllerLoggerOptions } from './logger.js';
-export { CONTROLLER_REDACT_PATHS, createControllerLogger, fingerprint } from './logger.js';
+export { createControllerLogger, fingerprint } from './logger.js';
 export { Metrics } from './metrics.js';
 export type { Profile, TakeoverCheck, TakeoverGap } from './profile.js';
 export { checkTakeover, loadProfile, ProfileSchema, parseProfile, valueAt } from './profile.js';
