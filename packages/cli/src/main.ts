@@ -2,35 +2,62 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError } from '@commander-js/extra-typings';
-import { auditCommand } from './audit/command.js';
-import { revokeCommand } from './revoke/command.js';
-import { statusCommand } from './status/command.js';
-import { testenvCommand } from './testenv/command.js';
-import { upCommand } from './up/command.js';
 
 /** Exit codes: 0 ok; 1 failed; 2 usage or config error; 3 partial fleet failure. */
 export const ExitCode = { ok: 0, failed: 1, usage: 2, partial: 3 } as const;
 
-/** Builds the `baton` program. Each noun lives in its own folder and contributes one subcommand. */
-export function buildProgram(): Command {
+/**
+ * The nouns, each loaded only when it runs: a noun's module pulls in its libraries (the Kubernetes client, the
+ * audit log, the handoff engine), and loading every one of them cost about 1.5 s of CPU per invocation.
+ * `summary` is what top-level help shows without loading the module (a unit test keeps it equal to the real one).
+ */
+export const NOUNS = {
+  testenv: {
+    summary: 'start, list and stop real local Kubernetes control planes (built from Go modules)',
+    load: async () => (await import('./testenv/command.js')).testenvCommand(),
+  },
+  audit: {
+    summary: 'review, verify and prove the signed, tamper-evident handoff audit log',
+    load: async () => (await import('./audit/command.js')).auditCommand(),
+  },
+  up: {
+    summary:
+      'hand a cluster from push to pull: scoped throwaway credential, minimal push, real takeover, revoke, proof, audit',
+    load: async () => (await import('./up/command.js')).upCommand(),
+  },
+  revoke: {
+    summary: 'find bootstrap credentials left by earlier runs (by label) and delete them',
+    load: async () => (await import('./revoke/command.js')).revokeCommand(),
+  },
+  status: {
+    summary: 'show the handoff receipt the cluster carries (ConfigMap baton-receipt)',
+    load: async () => (await import('./status/command.js')).statusCommand(),
+  },
+} as const satisfies Record<string, { summary: string; load: () => Promise<Parameters<Command['addCommand']>[0]> }>;
+
+/**
+ * Builds the `baton` program for `argv`: the noun named in it (or in `help <noun>`) is loaded in full, the others
+ * appear in help by their summary. `argv` undefined loads every noun.
+ */
+export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   const program = new Command('baton')
     .description(
       'hand a new Kubernetes cluster from push to pull, with a scoped, revoked and proven bootstrap credential',
     )
     .showHelpAfterError()
     .exitOverride();
-  program.addCommand(testenvCommand());
-  program.addCommand(auditCommand());
-  program.addCommand(upCommand());
-  program.addCommand(revokeCommand());
-  program.addCommand(statusCommand());
+  const wanted = argv?.[0] === 'help' ? argv[1] : argv?.[0];
+  for (const [name, noun] of Object.entries(NOUNS)) {
+    if (argv === undefined || name === wanted) program.addCommand(await noun.load());
+    else program.command(name).description(noun.summary);
+  }
   return program;
 }
 
 /** Runs the CLI and resolves to the process exit code. Only the CLI maps errors to exit codes. */
 export async function run(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv);
     await program.parseAsync([...argv], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { buildProgram, NOUNS } from './main.js';
+
+describe('baton program', () => {
+  it('shows each noun in top-level help with the same summary its real command has', async () => {
+    const full = await buildProgram();
+    for (const [name, noun] of Object.entries(NOUNS)) {
+      const real = full.commands.find((c) => c.name() === name);
+      expect(real?.description()).toBe(noun.summary);
+    }
+  });
+
+  it('loads only the noun that runs', async () => {
+    const program = await buildProgram(['audit', 'verify']);
+    const audit = program.commands.find((c) => c.name() === 'audit');
+    const up = program.commands.find((c) => c.name() === 'up');
+    expect(audit?.commands.length).toBeGreaterThan(0);
+    expect(up?.options.length).toBe(0);
+  });
+});
