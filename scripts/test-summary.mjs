@@ -11,10 +11,14 @@ try {
   process.exit(1);
 }
 const passed = report.numPassedTests ?? 0;
-const failed = report.numFailedTests ?? 0;
-const suitesFailed = report.numFailedTestSuites ?? 0;
+// A file that fails to load has no failed test of its own: count it as one failure so the line shows it.
+const brokenFiles = (report.testResults ?? []).filter(
+  (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+);
+const failed = (report.numFailedTests ?? 0) + brokenFiles.length;
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 const line = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
 process.stdout.write(`${line}\n`);
-if (suitesFailed > 0) process.stderr.write(`${suitesFailed} test file(s) failed to load or run\n`);
-if (passed + failed === 0 || failed > 0 || suitesFailed > 0 || skipped > 0) process.exit(1);
+for (const f of brokenFiles)
+  process.stderr.write(`failed to load or run: ${f.name}: ${String(f.message ?? '').slice(0, 300)}\n`);
+if (passed + failed === 0 || failed > 0 || skipped > 0) process.exit(1);
