@@ -22,6 +22,7 @@ import {
   TrustedKeySet,
   verifyLog,
 } from '@baton/audit';
+import { median } from './stats.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -34,11 +35,6 @@ const BATCH = 1000;
 const ORIGIN = 'bench.baton.dev/audit';
 const resultPath = new URL('./results/audit.json', import.meta.url).pathname;
 const log = (s: string) => process.stderr.write(`[bench:audit] ${s}\n`);
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const round = (n: number) => Math.round(n);
 const r3 = (n: number) => Math.round(n * 1000) / 1000;
 const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;

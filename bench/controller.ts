@@ -3,7 +3,7 @@
 // with a token file of its ServiceAccount, against a real cluster and the real Git server; RSS is
 // that process's peak (VmHWM).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -20,17 +20,13 @@ import {
   startEnv,
   WEBHOOK_SECRET,
 } from '../test/integration/controller/harness.js';
+import { median, peakRssKB } from './stats.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const OBJECTS = 1000;
 const REPEATS = 5;
 const INTERVAL_SECONDS = 5;
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -50,9 +46,7 @@ async function metric(url: string, name: string): Promise<number> {
 }
 
 async function peakRssMB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-  return kb / 1024;
+  return (await peakRssKB(pid)) / 1024;
 }
 
 execFileSync('pnpm', ['exec', 'tsc', '-b', 'packages/controller'], { cwd: ROOT, stdio: 'inherit' });

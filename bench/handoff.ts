@@ -13,6 +13,7 @@ import {
 } from '@baton/kube';
 import { eventually } from '../test/support/kube.js';
 import { startLocalHandoff } from '../test/support/local-handoff.js';
+import { median } from './stats.js';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
@@ -20,11 +21,6 @@ const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
 const controller = args.includes('--test-controller') ? 'test-helper' : 'baton-controller';
 const resultPath = new URL('./results/handoff.json', import.meta.url).pathname;
 const log = (s: string) => process.stderr.write(`${s}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
 /**

@@ -14,6 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import * as pulumiK8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
 import { LocalWorkspace, PulumiCommand } from '@pulumi/pulumi/automation/index.js';
+import { median } from './stats.js';
 
 const SIZES = [1, 10, 50] as const;
 const { values } = parseArgs({
@@ -25,12 +26,6 @@ const { values } = parseArgs({
 });
 const runs = Number.parseInt(values.runs, 10);
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 function round(n: number, digits = 2): number {
   const f = 10 ** digits;

@@ -12,6 +12,7 @@ import {
   startCluster,
 } from '@baton/testenv';
 import { adminClients, eventually } from '../test/support/kube.js';
+import { median, peakRssKB } from './stats.js';
 
 const args = process.argv.slice(2);
 const onlyCold = args.includes('--only-cold');
@@ -19,17 +20,7 @@ const cold = onlyCold || args.includes('--cold');
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
 const resultPath = new URL('./results/testenv.json', import.meta.url).pathname;
 const log = (s: string) => process.stderr.write(`${s}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const r2 = (n: number) => Math.round(n * 100) / 100;
-
-async function peakRssKB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
-}
 
 const previous = JSON.parse(await readFile(resultPath, 'utf8').catch(() => '{}')) as Record<string, unknown>;
 
