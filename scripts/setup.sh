@@ -32,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 say "installing node modules"
-pnpm install --frozen-lockfile --reporter=silent >&2
+pnpm install --frozen-lockfile --reporter=append-only >&2
 
 say "building (or reusing) the pinned binaries from Go modules"
 node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build >&2
