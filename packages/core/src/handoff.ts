@@ -19,6 +19,7 @@ import {
   mintBootstrapIdentity,
   probeToken,
   type RbacRule,
+  type RevokeResult,
   releaseHandoffLock,
   reviewToken,
   revokeBootstrapIdentity,
@@ -29,10 +30,10 @@ import type { Logger } from 'pino';
 import type { AuditAppendResult, AuditSink } from './audit-sink.js';
 import { type Clock, pollUntil } from './clock.js';
 import type { LoadedPlan } from './handoff-plan.js';
-import { Journal } from './journal.js';
+import { Journal, type UnfinishedRun } from './journal.js';
 import { loadManifestSet, type ManifestSet } from './manifest-set.js';
 import { pushManifests } from './push.js';
-import { readReceipt, writeReceipt } from './receipt.js';
+import { type Receipt, readReceipt, writeReceipt } from './receipt.js';
 import { checkTakeover, type TakeoverState } from './takeover.js';
 
 /** Who runs the handoff. */
@@ -132,6 +133,31 @@ export interface HandoffSummary {
   readonly leftoversRemoved: readonly string[];
   readonly stepDurationsMs: Readonly<Record<string, number>>;
   readonly audit?: AuditAppendResult;
+  /**
+   * Present when this run found the cluster already taken over for the declared revision (an earlier run was killed
+   * after the takeover but before its receipt): it minted and pushed nothing, finished that run's record and wrote
+   * the receipt. `outcome` is then `handed-off` and `credential` is the killed run's (from the journal), if known.
+   */
+  readonly resumed?: ResumedRun;
+}
+
+/** What a run that completed a killed run's handoff found and recorded (see {@link HandoffSummary.resumed}). */
+export interface ResumedRun {
+  /** The killed run whose credential pushed, or undefined when neither the journal nor a leftover names it. */
+  readonly runId: string | undefined;
+  /** Its last journaled step, when this machine's journal has it. */
+  readonly lastStep: string | undefined;
+  /** Whether this machine's journal had the killed run's credential (fingerprint, JTI, times). */
+  readonly hasJournal: boolean;
+  /**
+   * The outcome of the audit event written for it: always `aborted`, because a `handed-off` event must carry a
+   * revocation proof (401 and TokenReview with the token), which is impossible without the token, never stored.
+   */
+  readonly recordedOutcome: HandoffOutcome;
+  /** Always false: the token is not stored, so no request can show it refused. */
+  readonly revocationProven: false;
+  /** What was done and what is not known, in one sentence. */
+  readonly note: string;
 }
 
 const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';
@@ -226,12 +252,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
         operator: operatorName,
         revision: receipt.revision,
         totalSeconds: seconds(clock.monotonicMs() - t0),
-        takeover: {
-          revisionSeen: state.revisionSeen,
-          ownedObjects: state.ownedObjects,
-          notTakenOver: state.notTakenOver,
-          pushOnly: state.pushOnly,
-        },
+        takeover: takeoverSummary(state),
         leftoversRemoved,
         stepDurationsMs: durations,
       };
@@ -239,15 +260,23 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
 
     await enter(HandoffStep.cleanup);
     revision = plan.pull.source.revision ?? (await deps.resolveRevision(plan.pull.source));
-    const removedByRun = new Map<string, Date>();
+    const removedByRun = new Map<string, RevokeResult>();
+    const listedAt = clock.now();
     for (const left of await findBootstrapLeftovers(operator, plan.batonNamespace)) {
       const r = await revokeBootstrapIdentity(operator, left, () => clock.now());
-      if (r.secret) removedByRun.set(left.runId, r.secretDeletedAt);
+      removedByRun.set(left.runId, r);
       leftoversRemoved.push(...r.deleted);
       log.warn(
         { leftoverRunId: left.runId, deleted: r.deleted.length },
         'removed bootstrap leftovers of an earlier run',
       );
+    }
+    // A run killed after the controller took over (during takeover's last poll, revoke, prove or record) left a
+    // handed-off cluster without a receipt. Push is for install: finish that run's record instead of minting again.
+    const found = await checkTakeover(operator, plan, set, revision);
+    if (found.isComplete) {
+      takeover = found;
+      return await completeKilledHandoff(found, removedByRun, listedAt, revision, receipt);
     }
     await recordCrashedRuns(removedByRun, revision);
 
@@ -395,47 +424,26 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
    * Its leftovers were just removed; record it as `aborted` so the audit trail holds every credential that existed.
    * Its revocation cannot be proven (the token is never stored), so the record has no `revocation`.
    */
-  async function recordCrashedRuns(removedByRun: ReadonlyMap<string, Date>, rev: string): Promise<void> {
+  async function recordCrashedRuns(
+    removedByRun: ReadonlyMap<string, RevokeResult>,
+    rev: string,
+    skipRunId?: string,
+  ): Promise<void> {
     for (const run of journal.unfinished()) {
-      if (run.runId === runId) continue;
-      const minted = run.entries.find((e) => e.step === 'minted')?.data as
-        | {
-            fingerprint: string;
-            jti?: string;
-            subject: string;
-            issuedAt: string;
-            expiresAt: string;
-            name: string;
-            namespace: string;
-            secretUid: string;
-            audiences: string[];
-          }
-        | undefined;
+      if (run.runId === runId || run.runId === skipRunId) continue;
+      const minted = mintedEntry(run);
       const mintEntry = run.entries.find((e) => e.step === 'mint')?.data as { revision?: string } | undefined;
       if (minted) {
-        const deletedAt = removedByRun.get(run.runId);
-        const revokedAt =
-          deletedAt && deletedAt.getTime() < Date.parse(minted.expiresAt) ? deletedAt.toISOString() : null;
-        const c = { issuedAt: minted.issuedAt, expiresAt: minted.expiresAt, revokedAt };
+        const revokedAt = revokedAtBound(secretDeletion(run, removedByRun.get(run.runId)), minted.expiresAt);
         const record: HandoffRecord = {
           runId: run.runId,
           ...recordFrame(mintEntry?.revision ?? rev),
           outcome: HandoffOutcome.aborted,
-          failedStep: run.lastStep === 'minted' ? HandoffStep.mint : run.lastStep,
-          error: `the run ended without finishing (killed?) during ${run.lastStep}; run ${runId} removed its bootstrap objects${revokedAt ? '' : ' after the token had expired'}; the revocation is not proven because the token is never stored`,
+          failedStep: stepOf(run.lastStep),
+          error: `the run ended without finishing (killed?) during ${run.lastStep}; run ${runId} removed its bootstrap objects${revokedAt ? ` (revokedAt: the Secret's deletion plus the API server's ${TOKEN_CACHE_SECONDS} s token cache, an upper bound)` : ' after the token had expired'}; the revocation is not proven because the token is never stored`,
           startedAt: run.entries[0]?.at ?? minted.issuedAt,
           finishedAt: clock.now().toISOString(),
-          credential: {
-            kind: 'serviceaccount-token',
-            fingerprint: minted.fingerprint,
-            ...(minted.jti ? { jti: minted.jti } : {}),
-            subject: minted.subject,
-            audiences: minted.audiences ?? [],
-            boundObject: { kind: 'Secret', namespace: minted.namespace, name: minted.name, uid: minted.secretUid },
-            rbacRules: recordRules(flattenRules(rules)),
-            ...c,
-            liveSeconds: credentialLiveSeconds(c),
-          },
+          credential: journaledCredential(minted, revokedAt, flattenRules(rules)),
           stepDurationsMs: {},
         };
         const r = await deps.audit.append(record);
@@ -446,6 +454,129 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       }
       journal.write(run.runId, 'finished', clock.now(), { outcome: 'aborted', resumedBy: runId });
     }
+  }
+
+  /**
+   * The cluster is already taken over for `rev` and carries no handed-off receipt: an earlier run was killed between
+   * the takeover and its receipt. Mint and push nothing; record that run once (its credential from the journal, its
+   * end from its Secret's deletion, readiness as observed now) and write the receipt, so later runs only re-check.
+   * The record is `aborted`, not `handed-off`: the audit schema rightly requires a handed-off event to prove the
+   * token refused (401 and TokenReview), which needs the token, and the token is never stored.
+   */
+  async function completeKilledHandoff(
+    state: TakeoverState,
+    removedByRun: ReadonlyMap<string, RevokeResult>,
+    listedAt: Date,
+    rev: string,
+    lastReceipt: Receipt | undefined,
+  ): Promise<HandoffSummary> {
+    const observedAt = clock.now();
+    const unfinished = journal.unfinished().filter((r) => r.runId !== runId);
+    // The latest run that journaled a credential is the one whose push the controller took over.
+    const killed = unfinished.findLast((r) => mintedEntry(r) !== undefined);
+    const minted = killed ? mintedEntry(killed) : undefined;
+    await recordCrashedRuns(removedByRun, rev, killed?.runId);
+    // Without this machine's journal, a single leftover identity still names the run (by its label).
+    const leftoverRunIds = [...removedByRun.keys()].filter((id) => !unfinished.some((r) => r.runId === id));
+    const killedRunId = killed?.runId ?? (leftoverRunIds.length === 1 ? leftoverRunIds[0] : undefined);
+    const removed = killedRunId ? removedByRun.get(killedRunId) : undefined;
+    log.warn({ killedRunId, hasJournal: minted !== undefined }, 'cluster already taken over without a receipt');
+
+    await enter(HandoffStep.record);
+    const short = rev.slice(0, 12);
+    const secretDeletedAt = killed ? secretDeletion(killed, removed) : removed?.secret && removed.secretDeletedAt;
+    const deletion = removed?.secret
+      ? `run ${runId} deleted its bound Secret ${removed.secret.namespace}/${removed.secret.name} (uid ${removed.secret.uid}) at ${removed.secretDeletedAt.toISOString()}`
+      : secretDeletedAt
+        ? `it had deleted its bound Secret itself at ${secretDeletedAt.toISOString()} (journal)`
+        : `its bound Secret was already gone when run ${runId} looked at ${listedAt.toISOString()}`;
+    const revokedAt = minted ? revokedAtBound(secretDeletedAt ?? listedAt, minted.expiresAt) : null;
+    const lastStep = killed?.lastStep;
+    const who = killedRunId ? `run ${killedRunId}` : 'an unknown run';
+    const note = minted
+      ? `${who} was killed during ${lastStep} after the controller had taken over revision ${short}; run ${runId} minted and pushed nothing: ${deletion}; ${revokedAt ? `revokedAt is that time plus the API server's ${TOKEN_CACHE_SECONDS} s token cache (an upper bound)` : 'the token had expired by then'}; the revocation is not proven by a request or TokenReview because the token is never stored`
+      : `the controller had already taken over revision ${short} and the cluster has no handed-off receipt${lastReceipt ? ` (its receipt says run ${lastReceipt.runId} ended ${lastReceipt.outcome})` : ''}; this machine's journal has no credential for ${who} (journal on another machine?), so its fingerprint and lifetime are unknown and not recorded; run ${runId} minted and pushed nothing${leftoverRunIds.length > 0 ? ` and removed the bootstrap objects of run(s) ${leftoverRunIds.join(', ')}` : ''}`;
+    const credentialLive = minted
+      ? credentialLiveSeconds({ issuedAt: minted.issuedAt, expiresAt: minted.expiresAt, revokedAt })
+      : undefined;
+    const flatRules = flattenRules(rules);
+    const readiness = {
+      controllerReadyAt: observedAt.toISOString(),
+      reconciledRevision: rev,
+      ownedObjectCount: state.ownedObjects.length,
+      ownedObjects: state.ownedObjects.slice(0, 64),
+    };
+    const record: HandoffRecord = {
+      runId: killedRunId ?? runId,
+      ...recordFrame(rev),
+      outcome: HandoffOutcome.aborted,
+      failedStep: lastStep === undefined ? 'unknown' : stepOf(lastStep),
+      error: `${note}; readiness as observed by run ${runId}`.slice(0, 2000),
+      startedAt: killed?.entries[0]?.at ?? startedAt.toISOString(),
+      finishedAt: clock.now().toISOString(),
+      ...(minted ? { credential: journaledCredential(minted, revokedAt, flatRules) } : {}),
+      readiness,
+      stepDurationsMs: {},
+    };
+    const audit = await deps.audit.append(record);
+    await writeReceipt(
+      operator,
+      plan.batonNamespace,
+      {
+        runId: record.runId,
+        outcome: HandoffOutcome.handedOff,
+        revision: rev,
+        recordedAt: clock.now().toISOString(),
+        credentialFingerprint: minted?.fingerprint ?? '',
+        ...receiptAuditFields(audit),
+        completedBy: runId,
+        revocationProof: 'none: completed by a later run; the token is never stored',
+      },
+      clock.now(),
+    );
+    log.info({ auditIndex: audit.index, eventId: audit.eventId, killedRunId }, 'completed a killed run’s handoff');
+    if (killed) journal.write(killed.runId, 'finished', clock.now(), { outcome: 'aborted', handedOffBy: runId });
+    if (lock)
+      await releaseHandoffLock(operator, lock).catch((err: unknown) =>
+        log.error({ err: safeError(err) }, 'could not release the lock'),
+      );
+    durations[current] = Math.round(clock.monotonicMs() - stepStart);
+    journal.write(runId, 'finished', clock.now(), { outcome: HandoffOutcome.handedOff, resumed: record.runId });
+    return {
+      runId,
+      outcome: HandoffOutcome.handedOff,
+      cluster: { name: plan.cluster.name, server: operator.server },
+      operator: operatorName,
+      revision: rev,
+      ...(minted && credentialLive !== undefined
+        ? {
+            credential: {
+              subject: minted.subject,
+              fingerprint: minted.fingerprint,
+              jti: minted.jti,
+              issuedAt: minted.issuedAt,
+              expiresAt: minted.expiresAt,
+              revokedAt,
+              secretDeletedAt: secretDeletedAt?.toISOString() ?? null,
+              liveSeconds: round(credentialLive),
+              rules: flatRules,
+            },
+          }
+        : {}),
+      totalSeconds: seconds(clock.monotonicMs() - t0),
+      takeover: takeoverSummary(state),
+      leftoversRemoved,
+      stepDurationsMs: durations,
+      audit,
+      resumed: {
+        runId: killedRunId,
+        lastStep,
+        hasJournal: minted !== undefined,
+        recordedOutcome: HandoffOutcome.aborted,
+        revocationProven: false,
+        note,
+      },
+    };
   }
 
   async function finish(): Promise<HandoffSummary> {
@@ -465,6 +596,11 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       await enter(HandoffStep.revoke);
       try {
         revokeResult = await revokeBootstrapIdentity(operator, ref, () => clock.now());
+        // A run killed from here on is completed by the next one, which needs when the token's Secret went.
+        journal.write(runId, 'revoked', clock.now(), {
+          secretDeletedAt: revokeResult.secretDeletedAt.toISOString(),
+          ...(revokeResult.secret ? { secretUid: revokeResult.secret.uid } : {}),
+        });
         log.info({ deleted: revokeResult.deleted.length }, 'revoked bootstrap credential');
       } catch (err) {
         proofFailure = `revocation failed: ${safeError(err)}`;
@@ -547,16 +683,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       ...(readinessSeconds !== undefined && liveSeconds !== undefined && proof
         ? { overheadSeconds: round(liveSeconds - readinessSeconds - proof.proofWaitSeconds) }
         : {}),
-      ...(takeover
-        ? {
-            takeover: {
-              revisionSeen: takeover.revisionSeen,
-              ownedObjects: takeover.ownedObjects,
-              notTakenOver: takeover.notTakenOver,
-              pushOnly: takeover.pushOnly,
-            },
-          }
-        : {}),
+      ...(takeover ? { takeover: takeoverSummary(takeover) } : {}),
       leftoversRemoved,
       stepDurationsMs: durations,
     };
@@ -573,10 +700,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
             revision,
             recordedAt: clock.now().toISOString(),
             credentialFingerprint: credential?.fingerprint ?? '',
-            auditEventId: audit.eventId,
-            auditEventDigest: audit.eventDigest,
-            auditLogIndex: String(audit.index),
-            auditCheckpoint: audit.checkpoint,
+            ...receiptAuditFields(audit),
           },
           clock.now(),
         );
@@ -699,6 +823,90 @@ async function createNamespaceIfAbsent(operator: KubeClients, name: string, fiel
     // Another run (or the operator) created it meanwhile: that is the state we want.
     if (statusOf(err) !== 409) throw toKubeApiError(err, `create Namespace ${name}`);
   }
+}
+
+/** The API server caches a successful token check this long (ADR 0005 §3), so a deleted Secret's token may live on. */
+const TOKEN_CACHE_SECONDS = 10;
+
+/** The credential facts a run journals right after minting (never the token). */
+interface MintedEntry {
+  readonly fingerprint: string;
+  readonly jti?: string;
+  readonly subject: string;
+  readonly issuedAt: string;
+  readonly expiresAt: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly secretUid: string;
+  readonly audiences?: string[];
+}
+
+function mintedEntry(run: UnfinishedRun): MintedEntry | undefined {
+  return run.entries.find((e) => e.step === 'minted')?.data as MintedEntry | undefined;
+}
+
+/** Where the receipt points in the audit log. */
+function receiptAuditFields(a: AuditAppendResult) {
+  return {
+    auditEventId: a.eventId,
+    auditEventDigest: a.eventDigest,
+    auditLogIndex: String(a.index),
+    auditCheckpoint: a.checkpoint,
+  };
+}
+
+/** The summary's view of a takeover check. */
+function takeoverSummary(state: TakeoverState): NonNullable<HandoffSummary['takeover']> {
+  return {
+    revisionSeen: state.revisionSeen,
+    ownedObjects: state.ownedObjects,
+    notTakenOver: state.notTakenOver,
+    pushOnly: state.pushOnly,
+  };
+}
+
+/** A killed run's credential in the audit record's shape, from its journal entry (the token is never stored). */
+function journaledCredential(
+  minted: MintedEntry,
+  revokedAt: string | null,
+  rules: readonly RbacRule[],
+): NonNullable<HandoffRecord['credential']> {
+  const times = { issuedAt: minted.issuedAt, expiresAt: minted.expiresAt, revokedAt };
+  return {
+    kind: 'serviceaccount-token',
+    fingerprint: minted.fingerprint,
+    ...(minted.jti ? { jti: minted.jti } : {}),
+    subject: minted.subject,
+    audiences: minted.audiences ?? [],
+    boundObject: { kind: 'Secret', namespace: minted.namespace, name: minted.name, uid: minted.secretUid },
+    rbacRules: recordRules(rules),
+    ...times,
+    liveSeconds: credentialLiveSeconds(times),
+  };
+}
+
+/** The handoff step a journal entry belongs to (`minted` is written inside mint, `revoked` inside revoke). */
+function stepOf(journalStep: string): string {
+  if (journalStep === 'minted') return HandoffStep.mint;
+  if (journalStep === 'revoked') return HandoffStep.revoke;
+  return journalStep;
+}
+
+/** When a killed run's bound Secret was deleted: by this run (cleanup), else by itself (its `revoked` entry). */
+function secretDeletion(run: UnfinishedRun, removed: RevokeResult | undefined): Date | undefined {
+  if (removed?.secret) return removed.secretDeletedAt;
+  const revoked = run.entries.find((e) => e.step === 'revoked')?.data as { secretDeletedAt?: string } | undefined;
+  return revoked?.secretDeletedAt ? new Date(revoked.secretDeletedAt) : undefined;
+}
+
+/**
+ * The latest instant a killed run's token could still authenticate: its Secret's deletion plus the API server's token
+ * cache; null when the token expired first (or nothing deleted it).
+ */
+function revokedAtBound(secretDeletedAt: Date | undefined, expiresAt: string): string | null {
+  if (!secretDeletedAt) return null;
+  const bound = secretDeletedAt.getTime() + TOKEN_CACHE_SECONDS * 1000;
+  return bound < Date.parse(expiresAt) ? new Date(bound).toISOString() : null;
 }
 
 /** Rules in the audit record's shape (mutable arrays, at most 64). */

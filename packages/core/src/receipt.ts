@@ -14,6 +14,10 @@ export interface Receipt {
   readonly auditEventDigest: string;
   readonly auditLogIndex: string;
   readonly auditCheckpoint: string;
+  /** The run that wrote this receipt for a run killed after the takeover (it minted and pushed nothing). */
+  readonly completedBy?: string;
+  /** How the credential's death was shown, when not by the usual 401 + TokenReview proof. */
+  readonly revocationProof?: string;
 }
 
 /**

@@ -9,6 +9,12 @@ export function summaryRows(s: HandoffSummary): { field: string; value: string }
     ['revision', s.revision],
     ['failed step', s.failedStep],
     ['error', s.error],
+    [
+      'resumed',
+      s.resumed
+        ? `completed run ${s.resumed.runId ?? '(unknown)'}, killed after the takeover; nothing minted or pushed; ${s.resumed.note}`
+        : undefined,
+    ],
     ['credential', s.credential?.subject],
     ['credential fingerprint', s.credential?.fingerprint],
     ['credential live seconds', s.credential?.liveSeconds],
