@@ -36,52 +36,81 @@ export interface EntryCheck {
   readonly statement?: HandoffStatement;
 }
 
+/** A trusted key that a DSSE signature of the entry names, with that signature (undefined: not canonical base64). */
+export interface SignatureCandidate {
+  readonly key: TrustedKey;
+  readonly sig: Buffer | undefined;
+}
+
+/** A line that parsed as an entry and names trusted keys, whose signatures are still to be verified. */
+export interface PendingEntry {
+  readonly entry: LogEntry;
+  readonly payload: Buffer;
+  readonly pae: Buffer;
+  readonly index: number;
+  readonly recordedMs: number;
+  readonly candidates: readonly SignatureCandidate[];
+}
+
 /**
  * Checks one log line (its bytes without the newline): schema, every trusted DSSE signature, the key's validity
  * window, the envelope against the signed statement, and event time against recorded time.
- * Never throws: hostile bytes give a `corrupt` problem.
+ * Never throws: hostile bytes give a `corrupt` problem. The three stages are exported for {@link checkChunk},
+ * which runs each over a batch of lines.
  */
 export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false): EntryCheck {
-  const fail = (kind: EntryProblem, message: string, index?: number, recordedMs?: number): EntryCheck => ({
-    index,
-    recordedMs,
-    problem: { kind, message },
-  });
+  const pending = beginEntryCheck(line, keys);
+  return 'candidates' in pending ? finishEntryCheck(pending, verifyCandidates(pending), decode) : pending;
+}
+
+/** First stage of {@link checkEntry}: parses the line and finds the trusted keys its signatures name. */
+export function beginEntryCheck(line: Uint8Array, keys: TrustedKeySet): PendingEntry | EntryCheck {
   const parsedLine = parseLogLine(line);
-  if ('problem' in parsedLine) return fail(EntryProblem.corrupt, parsedLine.problem, parsedLine.index);
+  if ('problem' in parsedLine) return failed(EntryProblem.corrupt, parsedLine.problem, parsedLine.index);
   const { entry, payload, pae } = parsedLine;
   const index = entry.batonindex;
   const recordedMs = Date.parse(entry.recordedtime);
-  const env = entry.data;
-
-  const candidates: { key: TrustedKey; sig: string }[] = [];
-  for (const s of env.signatures) {
-    for (const key of keys.forDsseKeyId(s.keyid)) candidates.push({ key, sig: s.sig });
+  const candidates: SignatureCandidate[] = [];
+  for (const s of entry.data.signatures) {
+    for (const key of keys.forDsseKeyId(s.keyid)) candidates.push({ key, sig: decodeStrictBase64(s.sig) });
   }
   if (candidates.length === 0) {
-    const ids = env.signatures.map((s) => s.keyid).join(', ');
-    return fail(EntryProblem.unknownKey, `is signed only by keys that are not trusted (${ids})`, index, recordedMs);
+    const ids = entry.data.signatures.map((s) => s.keyid).join(', ');
+    return failed(EntryProblem.unknownKey, `is signed only by keys that are not trusted (${ids})`, index, recordedMs);
   }
-  const verified = candidates.filter((c) => {
-    const sig = decodeStrictBase64(c.sig);
-    return sig !== undefined && verifyEd25519(c.key.keyObject, pae, sig);
-  });
+  return { entry, payload, pae, index, recordedMs, candidates };
+}
+
+/** Second stage of {@link checkEntry}: the candidates whose Ed25519 signature verifies over the PAE. */
+export function verifyCandidates(pending: PendingEntry): SignatureCandidate[] {
+  return pending.candidates.filter((c) => c.sig !== undefined && verifyEd25519(c.key.keyObject, pending.pae, c.sig));
+}
+
+/**
+ * Last stage of {@link checkEntry}: given the verified candidates, checks the signed statement's schema, the key's
+ * validity window, the envelope binding and time order.
+ */
+export function finishEntryCheck(
+  pending: PendingEntry,
+  verified: readonly SignatureCandidate[],
+  decode = false,
+): EntryCheck {
+  const { entry, index, recordedMs } = pending;
   if (verified.length === 0) {
-    return fail(
+    return failed(
       EntryProblem.signature,
-      `has a DSSE signature by ${candidates[0]!.key.name} that does not verify over its payload`,
+      `has a DSSE signature by ${pending.candidates[0]!.key.name} that does not verify over its payload`,
       index,
       recordedMs,
     );
   }
-
-  const statement = parseStatementPayload(payload);
-  if (typeof statement === 'string') return fail(EntryProblem.corrupt, statement, index, recordedMs);
+  const statement = parseStatementPayload(pending.payload);
+  if (typeof statement === 'string') return failed(EntryProblem.corrupt, statement, index, recordedMs);
   const record = statement.predicate;
   const eventMs = Date.parse(record.finishedAt);
   if (!verified.some((c) => isKeyValidAt(c.key, eventMs))) {
     const k = verified[0]!.key;
-    return fail(
+    return failed(
       EntryProblem.unknownKey,
       `is signed by ${k.name}, which is trusted only ${windowText(k)}, but the event is dated ${record.finishedAt}`,
       index,
@@ -91,7 +120,7 @@ export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false
   const expected = envelopeFieldsOf(record);
   for (const field of ['id', 'source', 'subject', 'time'] as const) {
     if (entry[field] !== expected[field]) {
-      return fail(
+      return failed(
         EntryProblem.binding,
         `has envelope ${field} "${entry[field]}" but its signed statement says "${expected[field]}"`,
         index,
@@ -100,7 +129,7 @@ export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false
     }
   }
   if (eventMs > recordedMs) {
-    return fail(
+    return failed(
       EntryProblem.timeOrder,
       `is dated ${entry.time}, after it was recorded (${entry.recordedtime})`,
       index,
@@ -110,6 +139,10 @@ export function checkEntry(line: Uint8Array, keys: TrustedKeySet, decode = false
   return decode
     ? { index, recordedMs, problem: undefined, entry, statement }
     : { index, recordedMs, problem: undefined };
+}
+
+function failed(kind: EntryProblem, message: string, index?: number, recordedMs?: number): EntryCheck {
+  return { index, recordedMs, problem: { kind, message } };
 }
 
 function windowText(k: TrustedKey): string {
