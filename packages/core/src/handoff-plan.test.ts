@@ -36,6 +36,17 @@ describe('handoff plan', () => {
     expect(() => parseHandoffPlan({ ...plan, timout: 3 }, 'p.yaml')).toThrow(/timout/);
   });
 
+  it('takes the kubeconfig text inline (no path), refuses both at once, and never quotes the text', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    const text = 'apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: not-a-real-secret-4f2a}}]\n';
+    const inline = parseHandoffPlan({ ...plan, cluster: { name: 'c', kubeconfigContent: text } }, 'p.yaml');
+    expect(inline.plan.cluster.kubeconfigContent).toBe(text);
+    expect(inline.plan.cluster.kubeconfig).toBeUndefined();
+    const both = { ...plan, cluster: { name: 'c', kubeconfig: 'k.yaml', kubeconfigContent: text } };
+    expect(() => parseHandoffPlan(both, 'p.yaml')).toThrow(/kubeconfig \(a path\) or kubeconfigContent/);
+    expect(() => parseHandoffPlan(both, 'p.yaml')).not.toThrow(/not-a-real-secret/);
+  });
+
   it('caps the push window at the token lifetime (600 s)', () => {
     const { plan } = loadHandoffPlan(fixture);
     expect(() => parseHandoffPlan({ ...plan, push: { ...plan.push, budgetSeconds: 601 } }, 'p.yaml')).toThrow(

@@ -41,11 +41,23 @@ export const HandoffPlanSchema = z
   .strictObject({
     apiVersion: z.literal('baton.dev/v1alpha1'),
     kind: z.literal('HandoffPlan'),
-    cluster: z.strictObject({
-      name: Name.describe('cluster name in audit records'),
-      kubeconfig: z.string().optional().describe('kubeconfig path (relative to the plan); --kubeconfig overrides'),
-      context: z.string().optional().describe('kubeconfig context; --context overrides'),
-    }),
+    cluster: z
+      .strictObject({
+        name: Name.describe('cluster name in audit records'),
+        kubeconfig: z.string().optional().describe('kubeconfig path (relative to the plan); --kubeconfig overrides'),
+        kubeconfigContent: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'kubeconfig text (YAML or JSON) held in memory, e.g. a Pulumi output, instead of a path; never logged; --kubeconfig overrides',
+          ),
+        context: z.string().optional().describe('kubeconfig context; --context overrides'),
+      })
+      .refine((c) => c.kubeconfig === undefined || c.kubeconfigContent === undefined, {
+        message: 'set kubeconfig (a path) or kubeconfigContent (the text), not both',
+        path: ['kubeconfigContent'],
+      }),
     batonNamespace: Name.default('baton-system').describe('namespace of the lock, receipt and bootstrap identity'),
     push: z.strictObject({
       credential: z

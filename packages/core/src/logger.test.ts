@@ -23,10 +23,11 @@ describe('createLogger', () => {
     log.info({ request: { headers: { authorization: `Bearer ${token}` } } }, 'header');
     log.info({ user: { password: token, privateKey: token, kubeconfig: token } }, 'user');
     log.child({ step: 'mint' }).info({ token }, 'child');
+    log.info({ plan: { cluster: { kubeconfigContent: token } } }, 'inline kubeconfig');
     const out = lines.join('');
     expect(out).not.toContain(token);
     expect(out).toContain(fingerprint(token));
-    expect(out.match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(6);
+    expect(out.match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(7);
   });
 });
 

@@ -13,6 +13,7 @@ export const REDACT_PATHS: readonly string[] = [
   'authorization',
   'bearerToken',
   'kubeconfig',
+  'kubeconfigContent',
   'clientKeyData',
   'client-key-data',
   'headers.authorization',
@@ -24,6 +25,7 @@ export const REDACT_PATHS: readonly string[] = [
   '*.authorization',
   '*.bearerToken',
   '*.kubeconfig',
+  '*.kubeconfigContent',
   '*.clientKeyData',
   '*.client-key-data',
   '*.headers.authorization',
@@ -32,6 +34,7 @@ export const REDACT_PATHS: readonly string[] = [
   '*.*.password',
   '*.*.privateKey',
   '*.*.kubeconfig',
+  '*.*.kubeconfigContent',
 ];
 
 /** Options of {@link createLogger}. */

@@ -13,7 +13,12 @@ export {
   revokeBootstrapIdentity,
 } from './bootstrap-identity.js';
 export type { KubeClients } from './kube-clients.js';
-export { clientsFromKubeConfig, clientsFromKubeconfigFile, clientsFromToken } from './kube-clients.js';
+export {
+  clientsFromKubeConfig,
+  clientsFromKubeconfigContent,
+  clientsFromKubeconfigFile,
+  clientsFromToken,
+} from './kube-clients.js';
 export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 export type { KindInfo, KubeObject } from './kube-object.js';
 export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';

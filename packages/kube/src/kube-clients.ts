@@ -56,18 +56,39 @@ export function clientsFromKubeconfigFile(path: string, context?: string): KubeC
       },
     );
   }
-  if (context !== undefined) {
-    if (!kc.getContextObject(context)) {
-      throw new ConfigError(
-        `kubeconfig ${path} has no context "${context}"; choose one of: ${kc
-          .getContexts()
-          .map((c) => c.name)
-          .join(', ')}`,
-      );
-    }
-    kc.setCurrentContext(context);
-  }
+  useContext(kc, `kubeconfig ${path}`, context);
   return clientsFromKubeConfig(kc);
+}
+
+/**
+ * Loads a kubeconfig held in memory (YAML or JSON text, e.g. a Pulumi output) and an optional context. The text
+ * carries credentials, so no message quotes it, nor the parser's error (which may show the offending lines).
+ * @throws {ConfigError} when the text is not a kubeconfig or the context does not exist.
+ */
+export function clientsFromKubeconfigContent(content: string, context?: string): KubeClients {
+  const kc = new k8s.KubeConfig();
+  try {
+    kc.loadFromString(content);
+  } catch {
+    throw new ConfigError(
+      'the inline kubeconfig (cluster.kubeconfigContent) is not a valid kubeconfig in YAML or JSON; its text is not shown because it holds credentials',
+    );
+  }
+  useContext(kc, 'the inline kubeconfig', context);
+  return clientsFromKubeConfig(kc);
+}
+
+function useContext(kc: k8s.KubeConfig, where: string, context: string | undefined): void {
+  if (context === undefined) return;
+  if (!kc.getContextObject(context)) {
+    throw new ConfigError(
+      `${where} has no context "${context}"; choose one of: ${kc
+        .getContexts()
+        .map((c) => c.name)
+        .join(', ')}`,
+    );
+  }
+  kc.setCurrentContext(context);
 }
 
 /**

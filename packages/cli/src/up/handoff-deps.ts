@@ -9,14 +9,20 @@ import {
   systemClock,
 } from '@baton/core';
 import { ConfigError } from '@baton/errors';
-import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
+import { clientsFromKubeconfigContent, clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
 
-/** Resolves the operator's kubeconfig as kubectl does: --kubeconfig, then the plan, then $KUBECONFIG, then ~/.kube/config. */
+/**
+ * Resolves the operator's kubeconfig as kubectl does: --kubeconfig, then the plan (a path, or the text inline), then
+ * $KUBECONFIG, then ~/.kube/config.
+ */
 export function operatorClients(
   plan: LoadedPlan | undefined,
   kubeconfig: string | undefined,
   context: string | undefined,
 ): KubeClients {
+  const inline = plan?.plan.cluster.kubeconfigContent;
+  if (kubeconfig === undefined && inline !== undefined)
+    return clientsFromKubeconfigContent(inline, context ?? plan?.plan.cluster.context);
   const path =
     kubeconfig ??
     plan?.plan.cluster.kubeconfig ??

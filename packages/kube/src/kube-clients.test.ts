@@ -1,0 +1,36 @@
+import { ConfigError } from '@baton/errors';
+import { describe, expect, it } from 'vitest';
+import { clientsFromKubeconfigContent } from './kube-clients.js';
+
+const SECRET = 'not-a-real-token-7c1e9b';
+const text = (extra = '') => `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]
+users: [{name: u, user: {token: ${SECRET}}}]${extra}
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+`;
+
+describe('clientsFromKubeconfigContent', () => {
+  it('loads YAML or JSON text held in memory', () => {
+    expect(clientsFromKubeconfigContent(text()).server).toBe('https://127.0.0.1:6443');
+    const json = JSON.stringify({
+      apiVersion: 'v1',
+      clusters: [{ name: 'c', cluster: { server: 'https://10.0.0.1' } }],
+      users: [{ name: 'u', user: { token: SECRET } }],
+      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'ctx',
+    });
+    expect(clientsFromKubeconfigContent(json, 'ctx').server).toBe('https://10.0.0.1');
+  });
+
+  it('refuses broken text or an unknown context without quoting the text', () => {
+    const broken = () => clientsFromKubeconfigContent(text('\n  oops: [unclosed'));
+    expect(broken).toThrow(ConfigError);
+    expect(broken).toThrow(/not a valid kubeconfig/);
+    expect(broken).not.toThrow(new RegExp(SECRET));
+    const ctx = () => clientsFromKubeconfigContent(text(), 'nope');
+    expect(ctx).toThrow(/the inline kubeconfig has no context "nope"; choose one of: ctx/);
+    expect(ctx).not.toThrow(new RegExp(SECRET));
+  });
+});
