@@ -145,11 +145,14 @@ describe('baton-controller failure modes and availability', () => {
       20_000,
       'the new leader to apply',
     );
-    expect(standby.lastSync?.revision).toBe(sha2);
+    // The status is written before the sync returns its outcome: wait for the outcome, don't race it.
+    await eventually(async () => standby.lastSync?.revision === sha2, 10_000, 'the new leader to report the sync');
     await standby.stop();
   });
 
   it('main.ts runs as its own process with a token file and stops cleanly on SIGTERM', async () => {
+    // Replicas an earlier failed test left running would hold the Lease.
+    await Promise.allSettled(running.splice(0).map((c) => c.stop()));
     const tokenFile = join(tmp, 'token');
     await writeFile(tokenFile, token, { mode: 0o600 });
     const kubeconfig = join(tmp, 'kubeconfig');
