@@ -16,11 +16,13 @@ import {
   type HandoffLock,
   type KubeClients,
   kubeCall,
+  LockHeldError,
   mintBootstrapIdentity,
   probeToken,
   type RbacRule,
   type RevokeResult,
   releaseHandoffLock,
+  renewHandoffLock,
   reviewToken,
   revokeBootstrapIdentity,
   statusOf,
@@ -67,6 +69,8 @@ export interface HandoffDeps {
   readonly pollIntervalMs?: number;
   /** How long the revoked token may keep authenticating (the API server's token cache is 10 s). @default 30000 */
   readonly proofTimeoutMs?: number;
+  /** How often the cluster's handoff Lease is renewed, in ms. @default a third of the Lease's duration */
+  readonly lockRenewIntervalMs?: number;
 }
 
 /** The steps of a handoff, in order. */
@@ -206,12 +210,14 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
   await enter(HandoffStep.preflight);
   let lock: HandoffLock | undefined;
   let operatorName = '';
+  // How long another host must wait before it may take the lock of a run that died without releasing it.
+  const lockSeconds = plan.push.budgetSeconds + plan.takeover.timeoutSeconds + 120;
   try {
     operatorName = await preflight(operator, plan.batonNamespace);
     lock = await acquireHandoffLock(operator, {
       namespace: plan.batonNamespace,
       holder: { runId, user: `${deps.actor.user} (${operatorName})`, host: deps.actor.host, pid: deps.actor.pid },
-      durationSeconds: plan.push.budgetSeconds + plan.takeover.timeoutSeconds + 120,
+      durationSeconds: lockSeconds,
       now: () => clock.now(),
       isPidAlive: deps.isPidAlive,
     });
@@ -220,6 +226,20 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     throw err;
   }
   if (lock.tookOverFrom) log.warn({ staleHolder: lock.tookOverFrom }, 'took over a stale handoff lock');
+  // The Lease is renewed, not sized to the run: the push budget bounds mint to takeover, but cleanup, revoke, the
+  // proof (proofTimeoutMs), record, each API call and a wait for the audit log's file lock have no common bound, and a
+  // Lease that lapsed mid-run would let another host mint a second credential. Losing it stops the push.
+  const lockLost = new AbortController();
+  const stopRenewing = new AbortController();
+  const renewing = keepLock(lock);
+  const releaseLock = async () => {
+    stopRenewing.abort();
+    await renewing;
+    if (lock)
+      await releaseHandoffLock(operator, lock).catch((err: unknown) =>
+        log.error({ err: safeError(err) }, 'could not release the lock'),
+      );
+  };
 
   let ref: BootstrapIdentityRef | undefined;
   let identity: BootstrapIdentity | undefined;
@@ -232,7 +252,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
   const leftoversRemoved: string[] = [];
   const budgetAc = new AbortController();
   const stopBudget = new AbortController();
-  const runSignal = AbortSignal.any([budgetAc.signal, ...(deps.signal ? [deps.signal] : [])]);
+  const runSignal = AbortSignal.any([budgetAc.signal, lockLost.signal, ...(deps.signal ? [deps.signal] : [])]);
   try {
     const receipt = await readReceipt(operator, plan.batonNamespace);
     if (receipt?.outcome === HandoffOutcome.handedOff) {
@@ -240,7 +260,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       const state = await checkTakeover(operator, plan, set, receipt.revision);
       const healthy = state.isComplete;
       log.info({ receiptRunId: receipt.runId, healthy }, 'cluster already handed off');
-      await releaseHandoffLock(operator, lock);
+      await releaseLock();
       journal.write(runId, 'finished', clock.now(), { outcome: 'already-handed-off' });
       return {
         runId,
@@ -382,13 +402,35 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
   }
 
   // Revoke, prove and record run on every path: they use the operator's credential and no run signal.
-  const summary = await finish();
-  if (lock)
-    await releaseHandoffLock(operator, lock).catch((err: unknown) =>
-      log.error({ err: safeError(err) }, 'could not release the lock'),
-    );
+  let summary: HandoffSummary;
+  try {
+    summary = await finish();
+  } finally {
+    await releaseLock();
+  }
   journal.write(runId, 'finished', clock.now(), { outcome: summary.outcome });
   return summary;
+
+  /** Renews the Lease every third of its duration until released; when another run holds it, aborts the run. */
+  async function keepLock(held: HandoffLock): Promise<void> {
+    for (;;) {
+      try {
+        await clock.sleep(deps.lockRenewIntervalMs ?? (lockSeconds * 1000) / 3, stopRenewing.signal);
+      } catch {
+        return;
+      }
+      try {
+        await renewHandoffLock(operator, held, clock.now());
+      } catch (err) {
+        if (err instanceof LockHeldError) {
+          log.error({ err: safeError(err) }, 'lost the handoff lock');
+          lockLost.abort(err);
+          return;
+        }
+        log.warn({ err: safeError(err) }, 'could not renew the handoff lock; retrying');
+      }
+    }
+  }
 
   /** The parts of a record every run of this plan shares: cluster, actor, declared plan. */
   function recordFrame(rev: string): Pick<HandoffRecord, 'cluster' | 'actor' | 'plan'> {
@@ -536,10 +578,7 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     );
     log.info({ auditIndex: audit.index, eventId: audit.eventId, killedRunId }, 'completed a killed run’s handoff');
     if (killed) journal.write(killed.runId, 'finished', clock.now(), { outcome: 'aborted', handedOffBy: runId });
-    if (lock)
-      await releaseHandoffLock(operator, lock).catch((err: unknown) =>
-        log.error({ err: safeError(err) }, 'could not release the lock'),
-      );
+    await releaseLock();
     durations[current] = Math.round(clock.monotonicMs() - stepStart);
     journal.write(runId, 'finished', clock.now(), { outcome: HandoffOutcome.handedOff, resumed: record.runId });
     return {

@@ -23,7 +23,7 @@ export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 export type { KindInfo, KubeObject } from './kube-object.js';
 export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';
 export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
-export { acquireHandoffLock, LockHeldError, releaseHandoffLock } from './lease-lock.js';
+export { acquireHandoffLock, LockHeldError, releaseHandoffLock, renewHandoffLock } from './lease-lock.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';
 export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
 export type { DeploymentState, FieldOwnership } from './readiness.js';

@@ -79,6 +79,48 @@ export async function acquireHandoffLock(clients: KubeClients, options: AcquireL
   return { namespace, name, holder: options.holder, tookOverFrom: holder };
 }
 
+/**
+ * Renews the lock's Lease (`renewTime` = `now`) while this run still holds it, with optimistic concurrency, so a run
+ * whose steps outlast `leaseDurationSeconds` (slow API calls, a waited-for audit log lock) is never taken for stale.
+ * @throws {LockHeldError} when the Lease is gone or another run holds it now: this run has lost the cluster.
+ * @throws {KubeApiError} when the API fails otherwise (the caller may retry).
+ */
+export async function renewHandoffLock(clients: KubeClients, lock: HandoffLock, now: Date): Promise<void> {
+  const { namespace, name } = lock;
+  const lost = (holder: LockHolder | undefined, why = 'its deletion') =>
+    new LockHeldError(
+      `lost the handoff lock (Lease ${namespace}/${name}) to ${holder ? `run ${holder.runId} by ${holder.user} on ${holder.host}` : why}; this run stops before pushing more`,
+      { details: { status: 409, holder: holder ?? null, lease: `${namespace}/${name}` } },
+    );
+  let existing: V1Lease;
+  try {
+    existing = await clients.coordination.readNamespacedLease({ namespace, name });
+  } catch (err) {
+    if (statusOf(err) === 404) throw lost(undefined);
+    throw toKubeApiError(err, `read Lease ${namespace}/${name}`);
+  }
+  const holder = parseHolder(existing);
+  if (holder?.runId !== lock.holder.runId) throw lost(holder);
+  const acquired = existing.spec?.acquireTime ? new Date(existing.spec.acquireTime).getTime() : now.getTime();
+  try {
+    await clients.coordination.replaceNamespacedLease({
+      namespace,
+      name,
+      body: {
+        metadata: { name, namespace, resourceVersion: existing.metadata?.resourceVersion ?? '' },
+        spec: {
+          ...existing.spec,
+          acquireTime: new V1MicroTime(acquired),
+          renewTime: new V1MicroTime(now.getTime()),
+        },
+      },
+    });
+  } catch (err) {
+    if (statusOf(err) === 409) throw lost(undefined, 'a concurrent change');
+    throw toKubeApiError(err, `renew Lease ${namespace}/${name}`);
+  }
+}
+
 /** Releases the lock if this run still holds it. Never throws for a lock already gone. */
 export async function releaseHandoffLock(clients: KubeClients, lock: HandoffLock): Promise<void> {
   try {
