@@ -1,15 +1,36 @@
 // `baton up`'s engine in a process of its own that stops dead at one step, so a test can kill -9 it exactly there.
 // Usage: node --conditions=@baton/source --import tsx held-handoff.ts <plan.yaml> <kubeconfig> <step>
 // Prints `held at <step> <runId>` on stdout once the step's journal entry is on disk, then waits forever.
+// <step> is a handoff step, or `recorded`: after the audit event and its journal entry, as the receipt is written.
 import { hostname } from 'node:os';
-import { createLogger, loadHandoffPlan, openAuditSink, runHandoff, systemClock } from '@baton/core';
+import { createLogger, loadHandoffPlan, openAuditSink, RECEIPT_NAME, runHandoff, systemClock } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 
 const [planPath = '', kubeconfigPath = '', holdAt = ''] = process.argv.slice(2);
 const loaded = loadHandoffPlan(planPath);
 const runId = `held-${process.pid}`;
+const hold = async (step: string) => {
+  process.stdout.write(`held at ${step} ${runId}\n`);
+  // A pending promise alone does not keep Node alive; the interval does, until the test's SIGKILL.
+  setInterval(() => {}, 60_000);
+  await new Promise(() => {});
+};
+const clients = clientsFromKubeconfigFile(kubeconfigPath);
+// The receipt is written by server-side apply: stop there to hold a run that has recorded but has no receipt yet.
+const objects = new Proxy(clients.objects, {
+  get(target, prop) {
+    const value = Reflect.get(target, prop, target) as unknown;
+    if (typeof value !== 'function') return value;
+    return async (...args: unknown[]) => {
+      const o = args[0] as { kind?: string; metadata?: { name?: string } } | undefined;
+      if (prop === 'patch' && o?.kind === 'ConfigMap' && o.metadata?.name === RECEIPT_NAME && holdAt === 'recorded')
+        await hold(holdAt);
+      return (value as (...a: unknown[]) => unknown).apply(target, args);
+    };
+  },
+});
 await runHandoff(loaded, {
-  operator: clientsFromKubeconfigFile(kubeconfigPath),
+  operator: { ...clients, objects },
   clock: systemClock,
   log: createLogger(),
   audit: openAuditSink(loaded.plan.audit),
@@ -20,10 +41,6 @@ await runHandoff(loaded, {
     throw new Error('tests pin pull.source.revision');
   },
   onStep: async (step) => {
-    if (step !== holdAt) return;
-    process.stdout.write(`held at ${step} ${runId}\n`);
-    // A pending promise alone does not keep Node alive; the interval does, until the test's SIGKILL.
-    setInterval(() => {}, 60_000);
-    await new Promise(() => {});
+    if (step === holdAt) await hold(step);
   },
 });

@@ -154,12 +154,13 @@ export interface ResumedRun {
   /** Whether this machine's journal had the killed run's credential (fingerprint, JTI, times). */
   readonly hasJournal: boolean;
   /**
-   * The outcome of the audit event written for it: always `aborted`, because a `handed-off` event must carry a
-   * revocation proof (401 and TokenReview with the token), which is impossible without the token, never stored.
+   * The outcome of its audit event. Written by this run, it is `aborted`: a `handed-off` event must carry a revocation
+   * proof (401 and TokenReview with the token), impossible without the token, which is never stored. When the killed
+   * run had appended its own event before its receipt, that event stands and nothing is appended.
    */
   readonly recordedOutcome: HandoffOutcome;
-  /** Always false: the token is not stored, so no request can show it refused. */
-  readonly revocationProven: false;
+  /** Whether the killed run's own event proves the token refused (only when it was killed after recording). */
+  readonly revocationProven: boolean;
   /** What was done and what is not known, in one sentence. */
   readonly note: string;
 }
@@ -532,12 +533,18 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       : secretDeletedAt
         ? `it had deleted its bound Secret itself at ${secretDeletedAt.toISOString()} (journal)`
         : `its bound Secret was already gone when run ${runId} looked at ${listedAt.toISOString()}`;
-    const revokedAt = minted ? revokedAtBound(secretDeletedAt ?? listedAt, minted.expiresAt) : null;
+    let revokedAt = minted ? revokedAtBound(secretDeletedAt ?? listedAt, minted.expiresAt) : null;
     const lastStep = killed?.lastStep;
     const who = killedRunId ? `run ${killedRunId}` : 'an unknown run';
-    const note = minted
+    let note = minted
       ? `${who} was killed during ${lastStep} after the controller had taken over revision ${short}; run ${runId} minted and pushed nothing: ${deletion}; ${revokedAt ? `revokedAt is that time plus the API server's ${TOKEN_CACHE_SECONDS} s token cache (an upper bound)` : 'the token had expired by then'}; the revocation is not proven by a request or TokenReview because the token is never stored`
       : `the controller had already taken over revision ${short} and the cluster has no handed-off receipt${lastReceipt ? ` (its receipt says run ${lastReceipt.runId} ended ${lastReceipt.outcome})` : ''}; this machine's journal has no credential for ${who} (journal on another machine?), so its fingerprint and lifetime are unknown and not recorded; run ${runId} minted and pushed nothing${leftoverRunIds.length > 0 ? ` and removed the bootstrap objects of run(s) ${leftoverRunIds.join(', ')}` : ''}`;
+    const recorded = killed?.entries.find((e) => e.step === 'recorded')?.data as JournaledRecord | undefined;
+    if (recorded) {
+      // Killed between its audit append and its receipt: its own event (with its proof, if any) stands.
+      revokedAt = recorded.revokedAt;
+      note = `${who} recorded its ${recorded.outcome} event (audit index ${recorded.audit.index}) and was killed before writing the receipt; run ${runId} minted, pushed and recorded nothing, and wrote the receipt`;
+    }
     const credentialLive = minted
       ? credentialLiveSeconds({ issuedAt: minted.issuedAt, expiresAt: minted.expiresAt, revokedAt })
       : undefined;
@@ -560,7 +567,8 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       readiness,
       stepDurationsMs: {},
     };
-    const audit = await deps.audit.append(record);
+    const audit = recorded?.audit ?? (await deps.audit.append(record));
+    const revocationProven = recorded?.revocationProven === true;
     await writeReceipt(
       operator,
       plan.batonNamespace,
@@ -572,12 +580,15 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
         credentialFingerprint: minted?.fingerprint ?? '',
         ...receiptAuditFields(audit),
         completedBy: runId,
-        revocationProof: 'none: completed by a later run; the token is never stored',
+        ...(revocationProven ? {} : { revocationProof: 'none: completed by a later run; the token is never stored' }),
       },
       clock.now(),
     );
     log.info({ auditIndex: audit.index, eventId: audit.eventId, killedRunId }, 'completed a killed run’s handoff');
-    if (killed) journal.write(killed.runId, 'finished', clock.now(), { outcome: 'aborted', handedOffBy: runId });
+    if (killed) {
+      const outcome = recorded?.outcome ?? HandoffOutcome.aborted;
+      journal.write(killed.runId, 'finished', clock.now(), { outcome, handedOffBy: runId });
+    }
     await releaseLock();
     durations[current] = Math.round(clock.monotonicMs() - stepStart);
     journal.write(runId, 'finished', clock.now(), { outcome: HandoffOutcome.handedOff, resumed: record.runId });
@@ -611,8 +622,8 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
         runId: killedRunId,
         lastStep,
         hasJournal: minted !== undefined,
-        recordedOutcome: HandoffOutcome.aborted,
-        revocationProven: false,
+        recordedOutcome: recorded?.outcome ?? HandoffOutcome.aborted,
+        revocationProven,
         note,
       },
     };
@@ -730,6 +741,13 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
       try {
         const record = buildRecord();
         audit = await deps.audit.append(record);
+        // A run killed before its receipt is completed by the next one, which must not record it a second time.
+        journal.write(runId, 'recorded', clock.now(), {
+          outcome,
+          revokedAt: credential?.revokedAt ?? null,
+          revocationProven: record.revocation !== undefined && !record.revocation.tokenReview.authenticated,
+          audit,
+        });
         await writeReceipt(
           operator,
           plan.batonNamespace,
@@ -866,6 +884,14 @@ async function createNamespaceIfAbsent(operator: KubeClients, name: string, fiel
 
 /** The API server caches a successful token check this long (ADR 0005 §3), so a deleted Secret's token may live on. */
 const TOKEN_CACHE_SECONDS = 10;
+
+/** What a run journals right after appending its audit event, before its receipt. */
+interface JournaledRecord {
+  readonly outcome: HandoffOutcome;
+  readonly revokedAt: string | null;
+  readonly revocationProven: boolean;
+  readonly audit: AuditAppendResult;
+}
 
 /** The credential facts a run journals right after minting (never the token). */
 interface MintedEntry {

@@ -5,11 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type HandoffSummary, parseHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigContent } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import type { TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
+import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A caller such as a Pulumi program holds the kubeconfig in memory: the plan carries its text, no file path.
@@ -22,16 +20,17 @@ const baton = (args: string[]) =>
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
 
-let cluster: Cluster;
-let env: HandoffEnv;
-let controller: TestController | undefined;
+const h = useHandoffCluster();
 let kubeconfigText = '';
 /** What must never be shown: the client key, base64 as in the kubeconfig and each line of its PEM body. */
 let secrets: string[] = [];
 
 /** The env's plan as a plain object, with the kubeconfig text in place of its path. */
 function inlinePlan(content: string, context?: string): Record<string, Record<string, unknown>> {
-  const plan = parse(readFileSync(env.planPath, 'utf8'), { version: '1.1' }) as Record<string, Record<string, unknown>>;
+  const plan = parse(readFileSync(h.env.planPath, 'utf8'), { version: '1.1' }) as Record<
+    string,
+    Record<string, unknown>
+  >;
   const { kubeconfig: _path, ...cluster } = plan.cluster ?? {};
   plan.cluster = { ...cluster, kubeconfigContent: content, ...(context ? { context } : {}) };
   return plan;
@@ -42,11 +41,8 @@ function expectNoSecret(text: string): void {
   expect(text).not.toMatch(JWT_PATTERN);
 }
 
-beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-  controller = startControllerFor(env, cluster.kubeconfigPath);
-  kubeconfigText = readFileSync(cluster.kubeconfigPath, 'utf8');
+beforeAll(() => {
+  kubeconfigText = readFileSync(h.cluster.kubeconfigPath, 'utf8');
   const kc = parse(kubeconfigText) as { users: { user: Record<string, string> }[] };
   const keyData = kc.users[0]?.user['client-key-data'] ?? '';
   const keyPem = Buffer.from(keyData, 'base64').toString('utf8');
@@ -54,14 +50,9 @@ beforeAll(async () => {
   expect(secrets.length).toBeGreaterThan(1);
 });
 
-afterAll(async () => {
-  await controller?.stop();
-  await env?.stop();
-  await cluster?.stop();
-});
-
 describe('a plan that carries the kubeconfig text instead of a path', () => {
   it('hands off in-process (JSON text, as a Pulumi output) and shows the client key nowhere', async () => {
+    const { cluster, env } = h;
     const json = JSON.stringify(parse(kubeconfigText));
     const loaded = parseHandoffPlan(inlinePlan(json), '<pulumi>', env.dir);
     expect(loaded.plan.cluster.kubeconfig).toBeUndefined();
@@ -75,6 +66,7 @@ describe('a plan that carries the kubeconfig text instead of a path', () => {
   });
 
   it('baton up reads it from the plan file (YAML text), with no kubeconfig anywhere else', async () => {
+    const { cluster, env } = h;
     const planPath = join(env.dir, 'inline-plan.yaml');
     writeFileSync(planPath, stringify(inlinePlan(kubeconfigText), { version: '1.1' }));
     const { KUBECONFIG: _k, ...noKubeconfigEnv } = process.env;
@@ -91,6 +83,7 @@ describe('a plan that carries the kubeconfig text instead of a path', () => {
   });
 
   it('refuses a broken text or an unknown context without quoting the text', async () => {
+    const { env } = h;
     const broken = kubeconfigText.replace(/(client-key-data: \S+)/, '$1\n    oops: [unclosed');
     const brokenPath = join(env.dir, 'broken-plan.yaml');
     writeFileSync(brokenPath, stringify(inlinePlan(broken), { version: '1.1' }));

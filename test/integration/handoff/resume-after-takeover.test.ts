@@ -6,10 +6,9 @@ import { promisify } from 'node:util';
 import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, Journal, RECEIPT_NAME } from '@baton/core';
 import { findBootstrapLeftovers } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
+import { describe, expect, it } from 'vitest';
+import { useHandoffCluster } from '../../support/handoff-cluster.js';
+import type { HandoffEnv } from '../../support/handoff-env.js';
 import { type ApiAuditEvent, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A run killed with kill -9 after the controller took over, but before its receipt, must not make the next
@@ -71,31 +70,21 @@ async function auditPredicates(path: string) {
 }
 
 describe.each([
-  { killedDuring: 'revoke', journal: 'kept', why: 'the next run deletes its Secret' },
-  { killedDuring: 'prove', journal: 'kept', why: 'it had deleted its Secret itself' },
-  { killedDuring: 'revoke', journal: 'lost', why: 'the journal is on another machine' },
-])('a run killed during $killedDuring after the takeover ($why)', ({ killedDuring, journal }) => {
-  let cluster: Cluster;
-  let env: HandoffEnv;
-  let controller: TestController | undefined;
+  { killedDuring: 'revoke', holdAt: 'revoke', journal: 'kept', why: 'the next run deletes its Secret' },
+  { killedDuring: 'prove', holdAt: 'prove', journal: 'kept', why: 'it had deleted its Secret itself' },
+  { killedDuring: 'record', holdAt: 'recorded', journal: 'kept', why: 'its event was appended, its receipt not' },
+  { killedDuring: 'revoke', holdAt: 'revoke', journal: 'lost', why: 'the journal is on another machine' },
+])('a run killed during $killedDuring after the takeover ($why)', ({ killedDuring, holdAt, journal }) => {
+  const h = useHandoffCluster();
+  // Killed after appending its own handed-off event: that event (with its proof) stands, nothing is appended.
+  const hadRecorded = holdAt === 'recorded';
   let killedRunId = '';
   let resumed: HandoffSummary;
   let resumedText = '';
 
-  beforeAll(async () => {
-    cluster = await startCluster({ nodes: 1 });
-    env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-    controller = startControllerFor(env, cluster.kubeconfigPath);
-  });
-
-  afterAll(async () => {
-    await controller?.stop();
-    await env?.stop();
-    await cluster?.stop();
-  });
-
   it('is killed once the controller owns everything, before any receipt', async () => {
-    killedRunId = await killAt(env, cluster.kubeconfigPath, killedDuring);
+    const { cluster, env } = h;
+    killedRunId = await killAt(env, cluster.kubeconfigPath, holdAt);
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     const cm = await operator.core
       .readNamespacedConfigMap({ namespace: 'baton-system', name: RECEIPT_NAME })
@@ -111,6 +100,7 @@ describe.each([
   });
 
   it('the next baton up mints nothing, pushes nothing and completes the handoff', async () => {
+    const { cluster, env } = h;
     const { summary, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
     resumed = summary;
     resumedText = text;
@@ -119,8 +109,8 @@ describe.each([
     expect(summary.resumed).toMatchObject({
       runId: killedRunId,
       hasJournal: journal === 'kept',
-      recordedOutcome: 'aborted',
-      revocationProven: false,
+      recordedOutcome: hadRecorded ? 'handed-off' : 'aborted',
+      revocationProven: hadRecorded,
     });
     expect(summary.takeover?.notTakenOver).toEqual([]);
     // No second credential: the only bootstrap ServiceAccount ever created is the killed run's.
@@ -143,16 +133,22 @@ describe.each([
   });
 
   it('the audit trail holds one event for the handoff, with the killed run’s credential only, and verifies', async () => {
+    const { env } = h;
     const events = await auditPredicates(env.auditLogPath);
     expect(events).toHaveLength(1);
     const e = events[0]!;
     expect(e.runId).toBe(killedRunId);
-    expect(e.outcome).toBe('aborted');
-    // Without the journal, nothing says which step the killed run was in.
-    expect(e.failedStep).toBe(journal === 'kept' ? killedDuring : 'unknown');
     expect(e.readiness?.reconciledRevision).toBe(env.revision);
-    expect(e.revocation).toBeUndefined();
-    if (journal === 'kept') {
+    if (hadRecorded) {
+      expect(e.outcome).toBe('handed-off');
+      expect(e.revocation?.tokenReview.authenticated).toBe(false);
+      expect(e.revocation?.directRequest.statusCode).toBe(401);
+      expect(e.credential?.fingerprint).toBe(resumed.credential?.fingerprint);
+      expect(resumed.credential?.revokedAt).toBe(e.credential?.revokedAt);
+    } else if (journal === 'kept') {
+      expect(e.outcome).toBe('aborted');
+      expect(e.failedStep).toBe(killedDuring);
+      expect(e.revocation).toBeUndefined();
       expect(e.error).toContain('never stored');
       expect(e.credential?.fingerprint).toMatch(/^sha256:/);
       expect(e.credential?.fingerprint).toBe(resumed.credential?.fingerprint);
@@ -162,6 +158,10 @@ describe.each([
       expect(Date.parse(e.credential?.revokedAt ?? '')).toBe(deletedAt + 10_000);
       expect(resumed.credential?.revokedAt).toBe(e.credential?.revokedAt);
     } else {
+      expect(e.outcome).toBe('aborted');
+      // Without the journal, nothing says which step the killed run was in, nor what its credential was.
+      expect(e.failedStep).toBe('unknown');
+      expect(e.revocation).toBeUndefined();
       expect(e.credential).toBeUndefined();
       expect(resumed.credential).toBeUndefined();
       expect(resumed.resumed?.note).toContain('journal');
@@ -172,6 +172,7 @@ describe.each([
   });
 
   it('the cluster carries a handed-off receipt, and a third run only re-checks', async () => {
+    const { cluster, env } = h;
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     const cm = await operator.core.readNamespacedConfigMap({ namespace: 'baton-system', name: RECEIPT_NAME });
     expect(cm.data).toMatchObject({
@@ -181,6 +182,8 @@ describe.each([
       auditEventId: killedRunId,
       completedBy: resumed.runId,
     });
+    // The receipt says when the token's death was not proven by a request.
+    expect(cm.data?.revocationProof === undefined).toBe(hadRecorded);
     const { summary: third, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
     expect(third.outcome, third.error).toBe('already-handed-off');
     expect(third.error).toBeUndefined();
