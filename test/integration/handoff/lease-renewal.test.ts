@@ -3,7 +3,7 @@ import { findBootstrapLeftovers } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { testHandoffDeps } from '../../support/handoff-run.js';
-import { eventually } from '../../support/kube.js';
+import { eventually, statusOf } from '../../support/kube.js';
 
 // The handoff Lease is renewed while a run lasts, so no step can outlive it; a run that loses it stops pushing.
 
@@ -20,17 +20,25 @@ describe('the handoff Lease', () => {
         if (step !== 'push') return;
         // Another host takes the Lease (as after an expiry); the next renewal must notice and abort the run.
         const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
-        const lease = await operator.coordination.readNamespacedLease(LEASE);
-        await operator.coordination.replaceNamespacedLease({
-          ...LEASE,
-          body: {
-            ...lease,
-            spec: {
-              ...lease.spec,
-              holderIdentity: JSON.stringify({ runId: 'other', user: 'someone', host: 'elsewhere', pid: 1 }),
-            },
+        // The run renews every 200 ms: a replace that lost that race (409) is tried again on the new version.
+        await eventually(
+          async () => {
+            const lease = await operator.coordination.readNamespacedLease(LEASE);
+            const holderIdentity = JSON.stringify({ runId: 'other', user: 'someone', host: 'elsewhere', pid: 1 });
+            return operator.coordination
+              .replaceNamespacedLease({ ...LEASE, body: { ...lease, spec: { ...lease.spec, holderIdentity } } })
+              .then(
+                () => true,
+                (err: unknown) => {
+                  if (statusOf(err) === 409) return false;
+                  throw err;
+                },
+              );
           },
-        });
+          60_000,
+          'the Lease taken by another run',
+          50,
+        );
         await eventually(async () => captured.text().includes('lost the handoff lock'), 60_000, 'lock loss noticed');
       },
     });
