@@ -294,8 +294,14 @@ export async function runHandoff(loaded: LoadedPlan, deps: HandoffDeps): Promise
     }
     // A run killed after the controller took over (during takeover's last poll, revoke, prove or record) left a
     // handed-off cluster without a receipt. Push is for install: finish that run's record instead of minting again.
-    const found = await checkTakeover(operator, plan, set, revision);
-    if (found.isComplete) {
+    // Only where a run may have been killed (no receipt, leftovers, or a journaled credential never finished): after
+    // a run that ended failed, a controller that became ready later is handed off anew, with a provable credential.
+    const mayBeKilled =
+      receipt === undefined ||
+      removedByRun.size > 0 ||
+      journal.unfinished().some((r) => r.runId !== runId && mintedEntry(r) !== undefined);
+    const found = mayBeKilled ? await checkTakeover(operator, plan, set, revision) : undefined;
+    if (found?.isComplete) {
       takeover = found;
       return await completeKilledHandoff(found, removedByRun, listedAt, revision, receipt);
     }
