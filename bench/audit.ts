@@ -1,4 +1,4 @@
-// `pnpm bench:audit [--count N] [--repeats R] [--keep]`: the handoff audit log at scale.
+// `pnpm bench:audit [--count N] [--repeats R]`: the handoff audit log at scale.
 // Writes bench/results/audit.json. For a log of N realistic synthetic handoff events (default 1,000,000):
 //   - append throughput (events already signed; one appendMany of 1,000 = one write, fsync and signed checkpoint)
 //   - full verification with 1 and 2 worker threads (medians of R runs)
@@ -140,6 +140,8 @@ parentPort.on('message', ({ lines, paes, sigs, key }) => {
   parentPort.postMessage(performance.now() - t0);
 });`;
 
+// cpuSeconds here also covers copying each block's inputs into its thread (a few µs per event): it is not a
+// primitives-only figure like the one-thread CPU.
 async function measurePrimitivesTwoThreads(): Promise<{ seconds: number; cpuSeconds: number }> {
   // One task at a time per thread: its settle functions are all a thread's listeners need.
   const threads = [0, 1].map(() => {
