@@ -53,7 +53,7 @@ export function startTestController(o: TestControllerOptions): TestController {
             await admin.core.createNamespacedServiceAccountToken({
               namespace: o.namespace,
               name: o.serviceAccount,
-              body: { spec: { expirationSeconds: 3600 } },
+              body: { spec: { expirationSeconds: 3600, audiences: [] } },
             })
           ).status?.token;
           const self = clientsFromToken(admin, token ?? '');

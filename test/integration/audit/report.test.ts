@@ -83,7 +83,10 @@ describe('the HTML report in headless Chromium', () => {
     const failedBg = await page
       .locator('#handoffs tbody tr.failed td')
       .first()
-      .evaluate((td) => getComputedStyle(td).backgroundColor);
+      .evaluate(
+        // Runs in Chromium; the tests' TypeScript has no DOM lib (it would clash with Node's webcrypto types).
+        (td) => (globalThis as unknown as BrowserGlobals).getComputedStyle(td).backgroundColor,
+      );
     expect(failedBg).toBe('rgb(255, 243, 243)');
 
     // Each credential window is drawn with its readiness wait; failed rows sit on a red band.
@@ -135,3 +138,7 @@ describe('the HTML report in headless Chromium', () => {
     await page.close();
   });
 });
+
+interface BrowserGlobals {
+  getComputedStyle(element: unknown): { backgroundColor: string };
+}

@@ -14,39 +14,23 @@ import {
   revokeBootstrapIdentity,
   ruleAtoms,
 } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
+import { describe, expect, it } from 'vitest';
+import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, statusOfCall } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 
-let cluster: Cluster;
-let env: HandoffEnv;
-let controller: TestController;
+const h = useHandoffCluster();
 let winner: HandoffSummary;
 let logText = '';
 
-beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-  controller = startControllerFor(env, cluster.kubeconfigPath);
-});
-
-afterAll(async () => {
-  await controller?.stop();
-  await env?.stop();
-  await cluster?.stop();
-});
-
 describe('baton up on a fresh cluster', () => {
   it('lets exactly one of two concurrent runs hold the cluster; the other fails fast naming the holder', async () => {
-    const a = testHandoffDeps(env.loaded, cluster.kubeconfigPath);
-    const b = testHandoffDeps(env.loaded, cluster.kubeconfigPath);
-    const results = await Promise.allSettled([runHandoff(env.loaded, a.deps), runHandoff(env.loaded, b.deps)]);
+    const a = testHandoffDeps(h.env.loaded, h.cluster.kubeconfigPath);
+    const b = testHandoffDeps(h.env.loaded, h.cluster.kubeconfigPath);
+    const results = await Promise.allSettled([runHandoff(h.env.loaded, a.deps), runHandoff(h.env.loaded, b.deps)]);
     const won = results.filter((r): r is PromiseFulfilledResult<HandoffSummary> => r.status === 'fulfilled');
     const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(
@@ -62,15 +46,15 @@ describe('baton up on a fresh cluster', () => {
 
   it('hands off: the controller owns every pushed object, the token is dead and proven dead', async () => {
     expect(winner.outcome, winner.error).toBe('handed-off');
-    expect(winner.revision).toBe(env.revision);
+    expect(winner.revision).toBe(h.env.revision);
     expect(winner.proof?.probeStatus).toBe(401);
     expect(winner.proof?.tokenReviewAuthenticated).toBe(false);
     expect(winner.credential?.subject).toMatch(/^system:serviceaccount:baton-system:baton-bootstrap-/);
     expect(winner.credential?.liveSeconds).toBeGreaterThan(0);
     // The live window is readiness + the apiserver's 10 s token cache + a little orchestration.
     expect(winner.credential!.liveSeconds).toBeLessThanOrEqual((winner.readinessSeconds ?? 0) + 20);
-    const admin = adminClients(cluster.kubeconfigPath);
-    const set = loadManifestSet(env.loaded.plan);
+    const admin = adminClients(h.cluster.kubeconfigPath);
+    const set = loadManifestSet(h.env.loaded.plan);
     for (const m of set.objects) {
       const live = await readObject({ ...admin, server: '', caData: undefined } as never, m.object);
       expect(live, `${m.object.kind}/${m.object.metadata.name}`).toBeDefined();
@@ -82,15 +66,18 @@ describe('baton up on a fresh cluster', () => {
     expect(winner.takeover?.notTakenOver).toEqual([]);
     // Nothing of the bootstrap identity is left.
     expect(
-      await findBootstrapLeftovers(testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps.operator, 'baton-system'),
+      await findBootstrapLeftovers(
+        testHandoffDeps(h.env.loaded, h.cluster.kubeconfigPath).deps.operator,
+        'baton-system',
+      ),
     ).toEqual([]);
   });
 
   it('records a verifiable audit event and an in-cluster receipt with an Event', async () => {
-    const result = await verifyLog(env.auditLogPath, await loadTrustedKeys(env.keysPath));
+    const result = await verifyLog(h.env.auditLogPath, await loadTrustedKeys(h.env.keysPath));
     expect(result).toMatchObject({ ok: true, entries: 1, failures: [] });
     expect(winner.audit?.index).toBe(0);
-    const admin = adminClients(cluster.kubeconfigPath);
+    const admin = adminClients(h.cluster.kubeconfigPath);
     const receipt = await admin.core.readNamespacedConfigMap({ namespace: 'baton-system', name: RECEIPT_NAME });
     expect(receipt.data?.outcome).toBe('handed-off');
     expect(receipt.data?.auditEventId).toBe(winner.runId);
@@ -102,7 +89,7 @@ describe('baton up on a fresh cluster', () => {
   });
 
   it('the bootstrap identity made no request outside the plan, none refused, and none after the revocation', () => {
-    const events = auditEventsBy(cluster.auditLogPath!, winner.credential!.subject);
+    const events = auditEventsBy(h.cluster.auditLogPath!, winner.credential!.subject);
     expect(events.length).toBeGreaterThan(5);
     const allowed = ruleAtoms(winner.credential!.rules);
     const revokedAt = Date.parse(winner.credential!.revokedAt!);
@@ -129,8 +116,8 @@ describe('baton up on a fresh cluster', () => {
   });
 
   it('scopes the bootstrap credential: exact rules; kube-system Secrets, a Pod in default and binding cluster-admin are 403', async () => {
-    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
-    const rules = computeBootstrapRules(loadManifestSet(env.loaded.plan).objects.map((m) => m.object));
+    const { operator } = testHandoffDeps(h.env.loaded, h.cluster.kubeconfigPath).deps;
+    const rules = computeBootstrapRules(loadManifestSet(h.env.loaded.plan).objects.map((m) => m.object));
     const id = await mintBootstrapIdentity(operator, {
       runId: 'scope-check',
       namespace: 'baton-system',
@@ -176,11 +163,11 @@ describe('baton up on a fresh cluster', () => {
   });
 
   it('does nothing on a re-run after success and exits 0 (baton up through the CLI)', async () => {
-    const admin = adminClients(cluster.kubeconfigPath);
+    const admin = adminClients(h.cluster.kubeconfigPath);
     const before = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
     const { stdout, stderr } = await execFileAsync(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '-o', 'json'],
       { env: { ...process.env, NO_COLOR: '1' } },
     );
     const summary = JSON.parse(stdout) as HandoffSummary;
@@ -195,7 +182,7 @@ describe('baton up on a fresh cluster', () => {
     const sas = await admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' });
     expect(sas.items.filter((s) => s.metadata?.name?.startsWith('baton-bootstrap-'))).toEqual([]);
     // The lock was released: the cluster is free for the next run.
-    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    const { operator } = testHandoffDeps(h.env.loaded, h.cluster.kubeconfigPath).deps;
     expect(
       await statusOfCall(() =>
         operator.coordination.readNamespacedLease({ namespace: 'baton-system', name: 'baton-handoff' }),
@@ -209,7 +196,7 @@ describe('baton up on a fresh cluster', () => {
       CLI,
       'status',
       '--plan',
-      env.planPath,
+      h.env.planPath,
       '-o',
       'json',
     ]);

@@ -102,7 +102,7 @@ describe('a real local control plane', () => {
       admin.core.createNamespacedServiceAccountToken({
         namespace: 'tokens',
         name: 'bootstrap',
-        body: { spec: { expirationSeconds: 599 } },
+        body: { spec: { expirationSeconds: 599, audiences: [] } },
       }),
     ).rejects.toThrow(/10 minutes|600/);
 
@@ -144,7 +144,7 @@ describe('a real local control plane', () => {
     const tr = await admin.core.createNamespacedServiceAccountToken({
       namespace: 'scoped',
       name: 'reader',
-      body: { spec: { expirationSeconds: 600 } },
+      body: { spec: { expirationSeconds: 600, audiences: [] } },
     });
     const as = tokenClients(cluster.kubeconfigPath, tr.status!.token);
 
@@ -180,7 +180,7 @@ describe('a real local control plane', () => {
     const tr = await admin.core.createNamespacedServiceAccountToken({
       namespace: 'audited',
       name: 'probe',
-      body: { spec: { expirationSeconds: 600 } },
+      body: { spec: { expirationSeconds: 600, audiences: [] } },
     });
     const as = tokenClients(cluster.kubeconfigPath, tr.status!.token);
     expect(await statusOfCall(() => as.core.readNamespace({ name: 'kube-system' }))).toBe(403);
