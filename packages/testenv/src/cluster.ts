@@ -10,6 +10,7 @@ import {
   type ControlPlaneBinaries,
   ensureControlPlaneBinaries,
 } from './control-plane-binaries.js';
+import { withFileLock } from './file-lock.js';
 import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
@@ -82,6 +83,8 @@ export interface ClusterState {
 }
 
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
+/** Names the process that is starting a cluster, until its state.json exists. */
+const CLAIM_FILE = 'starting.pid';
 const running = new Set<Cluster>();
 
 /** Default parent of cluster data directories. */
@@ -139,16 +142,29 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const remaining = () => Math.max(1_000, deadline - performance.now());
 
   const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress }));
-  const dir = join(options.baseDir ?? clustersDir(), name);
-  if (existsSync(join(dir, 'state.json'))) {
-    const prev = await readState(dir);
-    if (prev && isAlive(prev.hostPid)) {
+  const base = options.baseDir ?? clustersDir();
+  const dir = join(base, name);
+  await mkdir(base, { recursive: true });
+  // Check and claim under a lock: two processes starting the same name at once would otherwise both wipe the
+  // directory and overwrite each other's PKI. The claim covers the seconds before state.json exists.
+  await withFileLock(join(base, `.${name}.lock`), async () => {
+    const prev = existsSync(join(dir, 'state.json')) ? await readState(dir) : undefined;
+    const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
+    const holder =
+      prev && isAlive(prev.hostPid)
+        ? `pid ${prev.hostPid}, ${prev.server}`
+        : Number.isFinite(claim) && claim !== process.pid && isAlive(claim)
+          ? `being started by pid ${claim}`
+          : undefined;
+    if (holder) {
       throw new ConfigError(
-        `a cluster named "${name}" is already running (pid ${prev.hostPid}, ${prev.server}); choose another --name or stop it with \`baton testenv down --name ${name}\``,
+        `a cluster named "${name}" is already running (${holder}); choose another --name or stop it with \`baton testenv down --name ${name}\``,
       );
     }
-  }
-  await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, CLAIM_FILE), String(process.pid));
+  });
   const pkiDir = join(dir, 'pki');
   const logDir = join(dir, 'logs');
   await mkdir(pkiDir, { recursive: true });

@@ -72,7 +72,7 @@ let clients: ReturnType<typeof kubeClients>;
 let kubeconfig: string;
 
 beforeAll(async () => {
-  [cluster] = await Promise.all([startCluster({ name: 'pulumi-it' }), ensurePulumiEngine()]);
+  [cluster] = await Promise.all([startCluster({ name: `pulumi-it-${process.pid}` }), ensurePulumiEngine()]);
   clients = kubeClients(cluster.kubeconfigPath);
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
   env = await pulumiEnv();

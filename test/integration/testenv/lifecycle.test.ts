@@ -3,10 +3,15 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ProcessError } from '@baton/errors';
+import { ConfigError, ProcessError } from '@baton/errors';
 import { ensureControlPlaneBinaries, listClusters, startCluster } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
+
+// Unique per test process: cluster names share one directory with any other run on this machine.
+const ORPHAN = `orphan-check-${process.pid}`;
+const BROKEN = `broken-start-${process.pid}`;
+const TWICE = `twice-${process.pid}`;
 
 function alive(pid: number): boolean {
   try {
@@ -63,7 +68,7 @@ describe('cluster lifecycle', () => {
   it('reaps the components when the owning process is killed with SIGKILL', async () => {
     const script = `
       import { startCluster } from '@baton/testenv';
-      const c = await startCluster({ nodes: 0, name: 'orphan-check' });
+      const c = await startCluster({ nodes: 0, name: '${ORPHAN}' });
       process.stdout.write(JSON.stringify(c.pids) + '\\n');
       setInterval(() => {}, 1 << 30);
     `;
@@ -92,10 +97,25 @@ describe('cluster lifecycle', () => {
       'every component of the orphaned cluster to be gone',
     );
     await eventually(
-      async () => !(await listClusters()).some((c) => c.name === 'orphan-check'),
+      async () => !(await listClusters()).some((c) => c.name === ORPHAN),
       10_000,
       'the data directory to be removed',
     );
+  });
+
+  it("refuses to start a second cluster under a running one's name, and leaves the running one intact", async () => {
+    const first = await startCluster({ nodes: 0, name: TWICE });
+    try {
+      const err = await startCluster({ nodes: 0, name: TWICE }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain(`a cluster named "${TWICE}" is already running (pid ${process.pid}`);
+      expect((err as Error).message).toContain(`baton testenv down --name ${TWICE}`);
+      // Its PKI and data were not touched: the admin credential still works.
+      const admin = adminClients(first.kubeconfigPath);
+      expect((await admin.core.readNamespace({ name: 'kube-system' })).metadata?.name).toBe('kube-system');
+    } finally {
+      await first.stop();
+    }
   });
 
   it('fails fast, naming the component, its command and its log, when a component exits during start', async () => {
@@ -105,7 +125,7 @@ describe('cluster lifecycle', () => {
     await chmod(broken, 0o755);
     const binaries = { ...(await ensureControlPlaneBinaries()), kubeApiserver: broken };
     const t0 = performance.now();
-    const err = await startCluster({ nodes: 0, binaries, name: 'broken-start' }).catch((e: unknown) => e);
+    const err = await startCluster({ nodes: 0, binaries, name: BROKEN }).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeLessThan(30_000);
     expect(err).toBeInstanceOf(ProcessError);
     const message = (err as Error).message;
@@ -113,6 +133,6 @@ describe('cluster lifecycle', () => {
     expect(message).toContain('address already in use (simulated)');
     expect(message).toMatch(/fix: /);
     // Nothing is left behind: etcd, which had started, is reaped and the data directory removed.
-    expect((await listClusters()).some((c) => c.name === 'broken-start')).toBe(false);
+    expect((await listClusters()).some((c) => c.name === BROKEN)).toBe(false);
   });
 });
