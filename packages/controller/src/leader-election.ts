@@ -126,7 +126,11 @@ export class LeaderElector {
       return true;
     } catch (err) {
       // 409: another candidate won the race; anything else: we cannot prove we still lead.
-      if (statusOfError(err) !== 409) this.o.log.warn({ err: (err as Error).message }, 'lease renewal failed');
+      if (statusOfError(err) === 409) {
+        // Note the winner now, so this standby reports ready at once rather than one retry period later.
+        const lease = await kube.get<Lease>(this.path()).catch(() => undefined);
+        this.observedHolder = lease?.spec?.holderIdentity ?? undefined;
+      } else this.o.log.warn({ err: (err as Error).message }, 'lease renewal failed');
       this.set(false);
       return false;
     }

@@ -134,8 +134,8 @@ describe('baton-controller failure modes and availability', () => {
     expect(standby.lastSync).toBeUndefined();
     expect(await fetchMetric(standby.url, 'baton_controller_objects_applied_total')).toBe(0);
     expect(await callWebhook(standby.url)).toBe(503);
-    // A standby reports ready, so a 2-replica Deployment is Available.
-    expect((await fetch(`${standby.url}/readyz`)).status).toBe(200);
+    // A standby reports ready once it has seen the leader's Lease, so a 2-replica Deployment is Available.
+    await eventually(async () => (await fetch(`${standby.url}/readyz`)).status === 200, 5_000, 'the standby ready');
 
     await leader.stop();
     await eventually(async () => standby.isLeader, 15_000, 'the standby to take over');
