@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
@@ -148,7 +147,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   // Check and claim under a lock: two processes starting the same name at once would otherwise both wipe the
   // directory and overwrite each other's PKI. The claim covers the seconds before state.json exists.
   await withFileLock(join(base, `.${name}.lock`), async () => {
-    const prev = existsSync(join(dir, 'state.json')) ? await readState(dir) : undefined;
+    const prev = await readState(dir);
     const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
     const holder =
       prev && isAlive(prev.hostPid)
