@@ -47,7 +47,10 @@ async function killAt(env: HandoffEnv, kubeconfigPath: string, step: string): Pr
   return runId;
 }
 
-/** Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource). */
+/**
+ * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource, not the
+ * confinement's dry-run probe).
+ */
 function bootstrapMints(auditLogPath: string): ApiAuditEvent[] {
   return readFileSync(auditLogPath, 'utf8')
     .split('\n')
@@ -59,6 +62,7 @@ function bootstrapMints(auditLogPath: string): ApiAuditEvent[] {
         e.verb === 'create' &&
         e.objectRef?.resource === 'serviceaccounts' &&
         e.objectRef.subresource === undefined &&
+        !e.requestURI.includes('dryRun=') &&
         e.objectRef.name?.startsWith('baton-bootstrap-') === true,
     );
 }
