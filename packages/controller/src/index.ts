@@ -36,6 +36,5 @@ export { createControllerLogger, fingerprint } from './logger.js';
 export { Metrics } from './metrics.js';
 export type { Profile, TakeoverCheck, TakeoverGap } from './profile.js';
 export { checkTakeover, loadProfile, ProfileSchema, parseProfile, valueAt } from './profile.js';
-export { simulateReconciledStatus } from './profile-testing.js';
 export type { RenderedObject } from './render.js';
 export { describeObject, isStageOneKind, objectId, parseObjectId, renderDirectory, renderYaml } from './render.js';

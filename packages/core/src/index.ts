@@ -1,8 +1,8 @@
 // The public API of @baton/core. Everything else is internal.
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
 export { openAuditSink } from './audit-sink.js';
-export type { Clock, FakeClock, PollOptions } from './clock.js';
-export { createFakeClock, pollUntil, systemClock } from './clock.js';
+export type { Clock, PollOptions } from './clock.js';
+export { pollUntil, systemClock } from './clock.js';
 export type { GitAuth } from './git-revision.js';
 export { resolveGitRevision } from './git-revision.js';
 export type { HandoffActor, HandoffDeps, HandoffResultOutcome, HandoffSummary } from './handoff.js';
