@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
+import { isProcessAlive } from '@baton/audit';
 import {
   type HandoffDeps,
   type LoadedPlan,
@@ -39,16 +40,6 @@ export function newRunId(now = new Date()): string {
   return `${t}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Whether a local process exists (signal 0 checks without sending anything). */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The real collaborators of a CLI handoff. Git credentials for resolving the ref come from BATON_GIT_USERNAME/PASSWORD. */
 export function cliHandoffDeps(
   loaded: LoadedPlan,
@@ -65,7 +56,7 @@ export function cliHandoffDeps(
     audit: openAuditSink(loaded.plan.audit),
     actor: { user: safeUser(), host: hostname(), pid: process.pid, via: 'cli' },
     newRunId: () => newRunId(),
-    isPidAlive,
+    isPidAlive: isProcessAlive,
     resolveRevision: (source) =>
       resolveGitRevision(source, user && password ? { username: user, password } : undefined),
     signal,
