@@ -179,6 +179,10 @@ describe('baton-controller failure modes and availability', () => {
   it('a leader stalled by SIGSTOP mid-apply is replaced; on SIGCONT it steps down and writes nothing', async ({
     annotate,
   }) => {
+    await putSecret(env.admin, NS, 'baton-pull-credential', {
+      username: env.git.credentials.username,
+      password: env.git.credentials.password,
+    });
     const a = await startControllerProcess('process-a');
     await eventually(async () => (await leaseHolder()) === 'process-a', 30_000, 'process-a to lead');
     const b = await startControllerProcess('process-b');
