@@ -6,7 +6,6 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import {
   CLUSTER_PATH,
   callWebhook,
@@ -19,6 +18,7 @@ import {
   putSecret,
   startEnv,
   WEBHOOK_SECRET,
+  writeTokenKubeconfig,
 } from '../test/integration/controller/harness.js';
 import { median, peakRssKB } from './stats.js';
 
@@ -64,22 +64,7 @@ try {
   });
   await putSecret(env.admin, NS, 'baton-webhook', { secret: WEBHOOK_SECRET });
   const token = await mintToken(env.admin, NS, 'baton-controller');
-  const tokenFile = join(tmp, 'token');
-  await writeFile(tokenFile, token, { mode: 0o600 });
-  const kubeconfig = join(tmp, 'kubeconfig');
-  await writeFile(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        { name: 'c', cluster: { server: env.cluster.server, 'certificate-authority-data': env.cluster.caData } },
-      ],
-      users: [{ name: 'u', user: { tokenFile } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'c',
-    }),
-  );
+  const kubeconfig = await writeTokenKubeconfig(tmp, env.cluster, token);
   await mkdir(join(tmp, 'work'));
 
   const launch = async (identity: string) => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
-import { createLogger, type HandoffDeps, type LoadedPlan, openAuditSink, systemClock } from '@baton/core';
+import { createHandoffDeps, createLogger, type HandoffDeps, type LoadedPlan } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 
 /** Log lines captured from a handoff, to assert that no token reaches them. */
@@ -27,22 +27,20 @@ export function capturingLogger() {
 
 let seq = 0;
 
-/** Real collaborators for an in-process handoff against a test cluster. */
+/** Real collaborators for an in-process handoff against a test cluster (core's factory, with a capturing logger). */
 export function testHandoffDeps(loaded: LoadedPlan, kubeconfigPath: string, extra: Partial<HandoffDeps> = {}) {
   const { log, captured } = capturingLogger();
-  const deps: HandoffDeps = {
-    operator: clientsFromKubeconfigFile(kubeconfigPath),
-    clock: systemClock,
-    log,
-    audit: openAuditSink(loaded.plan.audit),
-    actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
-    newRunId: () => `t${process.pid}-${Date.now().toString(36)}-${seq++}`,
-    isPidAlive: () => true,
-    resolveRevision: async () => {
-      throw new Error('tests pin pull.source.revision');
+  const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(kubeconfigPath), {
+    overrides: {
+      log,
+      actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
+      newRunId: () => `t${process.pid}-${Date.now().toString(36)}-${seq++}`,
+      resolveRevision: async () => {
+        throw new Error('tests pin pull.source.revision');
+      },
+      ...extra,
     },
-    ...extra,
-  };
+  });
   return { deps, captured };
 }
 

@@ -3,7 +3,7 @@
 // Prints `held at <step> <runId>` on stdout once the step's journal entry is on disk, then waits forever.
 // <step> is a handoff step, or `recorded`: after the audit event and its journal entry, as the receipt is written.
 import { hostname } from 'node:os';
-import { createLogger, loadHandoffPlan, openAuditSink, RECEIPT_NAME, runHandoff, systemClock } from '@baton/core';
+import { createHandoffDeps, loadHandoffPlan, RECEIPT_NAME, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 
 const [planPath = '', kubeconfigPath = '', holdAt = ''] = process.argv.slice(2);
@@ -29,18 +29,22 @@ const objects = new Proxy(clients.objects, {
     };
   },
 });
-await runHandoff(loaded, {
-  operator: { ...clients, objects },
-  clock: systemClock,
-  log: createLogger(),
-  audit: openAuditSink(loaded.plan.audit),
-  actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
-  newRunId: () => runId,
-  isPidAlive: () => true,
-  resolveRevision: async () => {
-    throw new Error('tests pin pull.source.revision');
-  },
-  onStep: async (step) => {
-    if (step === holdAt) await hold(step);
-  },
-});
+await runHandoff(
+  loaded,
+  createHandoffDeps(
+    loaded,
+    { ...clients, objects },
+    {
+      overrides: {
+        actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
+        newRunId: () => runId,
+        resolveRevision: async () => {
+          throw new Error('tests pin pull.source.revision');
+        },
+        onStep: async (step) => {
+          if (step === holdAt) await hold(step);
+        },
+      },
+    },
+  ),
+);

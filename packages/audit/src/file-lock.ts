@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TimeoutError } from '@baton/errors';
+import { isProcessAlive, processStartTime } from './process-alive.js';
 
 /** Options of {@link acquireFileLock}. */
 export interface FileLockOptions {
@@ -53,7 +53,7 @@ export async function acquireFileLock(lockPath: string, options: FileLockOptions
     host: hostname(),
     token: randomBytes(16).toString('hex'),
     since: new Date().toISOString(),
-    ...startTimeOf(process.pid),
+    ...processStartTime(process.pid),
   };
   for (let attempt = 0; ; attempt++) {
     options.signal?.throwIfAborted();
@@ -130,7 +130,7 @@ async function isStale(path: string, holder: LockOwner | 'unreadable'): Promise<
   // Another host's pid means nothing here (a shared file system): never break its lock.
   if (holder.host !== hostname()) return false;
   if (!isProcessAlive(holder.pid)) return true;
-  const start = startTimeOf(holder.pid).start;
+  const start = processStartTime(holder.pid).start;
   return holder.start !== undefined && start !== undefined && start !== holder.start;
 }
 
@@ -159,30 +159,4 @@ async function ageMs(path: string): Promise<number> {
   } catch {
     return 0;
   }
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as { code?: unknown }).code === 'EPERM';
-  }
-  // A zombie (exited, not yet reaped) still answers kill(0) but will never release the lock.
-  return startTimeOf(pid).zombie !== true;
-}
-
-// Linux /proc/<pid>/stat: field 3 is the state, field 22 the start time. Elsewhere both stay unknown.
-function startTimeOf(pid: number): { start?: string; zombie?: boolean } {
-  try {
-    const stat = readProcStat(pid);
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { start: fields[19]!, zombie: fields[0] === 'Z' };
-  } catch {
-    return {};
-  }
-}
-
-function readProcStat(pid: number): string {
-  // Synchronous on purpose: /proc reads never block, and this keeps the liveness helpers synchronous.
-  return readFileSync(`/proc/${pid}/stat`, 'utf8');
 }

@@ -32,6 +32,7 @@ export {
   verifyInclusionProof,
 } from './merkle-proof.js';
 export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from './merkle-tree.js';
+export { isProcessAlive } from './process-alive.js';
 export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
 export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
 export type { DecodedEntry, ReadEntriesOptions } from './read-entries.js';

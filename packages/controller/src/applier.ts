@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { BatonError, ErrorCode } from '@baton/errors';
+import { type Clock, pollUntil } from '@baton/core/clock';
+import { BatonError, ErrorCode, TimeoutError } from '@baton/errors';
 import type { Logger } from 'pino';
-import { type Clock, mapLimit } from './clock.js';
 import { type KubeClient, type KubeObject, statusOfError } from './kube-client.js';
+import { mapLimit } from './map-limit.js';
 import { describeObject, isStageOneKind, objectId, parseObjectId, type RenderedObject } from './render.js';
 
 /** The field manager every apply uses; SSA with force takes fields over from `baton-bootstrap`. */
@@ -268,20 +269,25 @@ export class Applier {
   }
 
   private async waitEstablished(r: RenderedObject, signal?: AbortSignal) {
-    const deadline = this.deps.clock.now() + (this.deps.crdTimeoutMs ?? 30_000);
     const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${r.object.metadata.name}`;
-    for (;;) {
-      const crd = await this.deps.kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        path,
-        signal,
+    const timeoutMs = this.deps.crdTimeoutMs ?? 30_000;
+    try {
+      await pollUntil(
+        async () => {
+          const crd = await this.deps.kube.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+            path,
+            signal,
+          );
+          return crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') || undefined;
+        },
+        { clock: this.deps.clock, intervalMs: 200, timeoutMs, what: 'CRD Established', ...(signal ? { signal } : {}) },
       );
-      if (crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
-      if (this.deps.clock.now() > deadline)
-        throw new SyncError(
-          'ApplyFailed',
-          `${where(r)}: CustomResourceDefinition ${r.object.metadata.name} is not Established after ${(this.deps.crdTimeoutMs ?? 30_000) / 1000} s; check its conditions (kubectl describe crd)`,
-        );
-      await this.deps.clock.sleep(200, signal);
+    } catch (err) {
+      if (!(err instanceof TimeoutError)) throw err;
+      throw new SyncError(
+        'ApplyFailed',
+        `${where(r)}: CustomResourceDefinition ${r.object.metadata.name} is not Established after ${timeoutMs / 1000} s; check its conditions (kubectl describe crd)`,
+      );
     }
   }
 

@@ -3,11 +3,11 @@ import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { type Clock, systemClock } from '@baton/core/clock';
 import { isBatonError } from '@baton/errors';
 import type { Logger } from 'pino';
-import { Applier, type ProtectedIdentity, SyncError } from './applier.js';
-import { type Clock, realClock } from './clock.js';
-import { fetchRevision, type GitAuth, GitFailure, GitFetchError } from './git-source.js';
+import { Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
+import { type FetchedRevision, fetchRevision, type GitAuth, GitFailure, GitFetchError } from './git-source.js';
 import {
   type Condition,
   GITSYNC_API_VERSION,
@@ -28,7 +28,7 @@ export interface ControllerOptions {
   readonly kube: KubeClient;
   /** JSON logger (`createControllerLogger()`, or `createLogger()` of `@baton/core` in tests). */
   readonly log: Logger;
-  /** @default realClock */
+  /** @default systemClock of `@baton/core/clock` */
   readonly clock?: Clock;
   /** Namespace of the GitSync, the Lease, and the Secrets it references. */
   readonly namespace: string;
@@ -48,6 +48,11 @@ export interface ControllerOptions {
   readonly leaseDurationSeconds?: number;
   /** Lease renew / retry period. @default 2_000 */
   readonly leaseRetryMs?: number;
+  /**
+   * How long the leader acts on its last successful Lease renewal; past it, it stops syncing and writes nothing.
+   * @default 10_000, or two thirds of a shorter lease duration
+   */
+  readonly leaseRenewDeadlineMs?: number;
   /** Objects never pruned. @default { namespace, serviceAccount: 'baton-controller', deployment: 'baton-controller' } */
   readonly protect?: ProtectedIdentity;
   /** git executable. @default 'git' */
@@ -68,6 +73,23 @@ export interface SyncOutcome {
   readonly durationSeconds: number;
   readonly appliedCount: number;
 }
+
+/** What one sync has learned so far, for the step that records its result. */
+interface SyncRun {
+  readonly syncId: string;
+  readonly startedMs: number;
+  log: Logger;
+  gs?: GitSync;
+  spec?: GitSyncSpec;
+  revision?: string;
+}
+
+/** How a sync ended, before it becomes a {@link SyncOutcome}. */
+type SyncResult =
+  | { readonly kind: 'suspended' }
+  | { readonly kind: 'applied'; readonly message: string; readonly appliedCount: number }
+  | { readonly kind: 'failed'; readonly reason: string; readonly message: string }
+  | { readonly kind: 'aborted'; readonly message: string };
 
 /** A started controller. */
 export interface RunningController {
@@ -108,6 +130,8 @@ class Controller {
   private readonly log: Logger;
   private readonly applier: Applier;
   private readonly elector: LeaderElector;
+  /** `o.kube` with every write fenced by leadership; the elector alone writes through `o.kube`. */
+  private readonly kube: KubeClient;
   private readonly metrics = new Metrics();
   private readonly stopCtl = new AbortController();
   private server: Server | undefined;
@@ -128,10 +152,18 @@ class Controller {
 
   constructor(o: ControllerOptions) {
     this.o = o;
-    this.clock = o.clock ?? realClock;
+    this.clock = o.clock ?? systemClock;
     this.name = o.gitSyncName ?? 'baton-controller';
     this.log = o.log.child({ gitSync: `${o.namespace}/${this.name}`, identity: o.identity });
-    this.applier = new Applier({ kube: o.kube, log: this.log, clock: this.clock });
+    // Checked as each write is sent: a replica that was stalled past its renew deadline steps down before it writes.
+    this.kube = o.kube.guardWrites(() => {
+      if (!this.elector.checkLeading())
+        throw new SyncError(
+          'LostLeadership',
+          `${o.identity} is not the leader (no Lease renewal within the renew deadline); nothing was written`,
+        );
+    });
+    this.applier = new Applier({ kube: this.kube, log: this.log, clock: this.clock });
     this.elector = new LeaderElector({
       kube: o.kube,
       log: this.log,
@@ -141,6 +173,7 @@ class Controller {
       identity: o.identity,
       ...(o.leaseDurationSeconds ? { leaseDurationSeconds: o.leaseDurationSeconds } : {}),
       ...(o.leaseRetryMs ? { retryMs: o.leaseRetryMs } : {}),
+      ...(o.leaseRenewDeadlineMs ? { renewDeadlineMs: o.leaseRenewDeadlineMs } : {}),
     });
     this.elector.onChange((isLeader) => {
       this.metrics.setLeader(isLeader);
@@ -255,153 +288,151 @@ class Controller {
     return `/apis/${GITSYNC_API_VERSION}/namespaces/${this.o.namespace}/gitsyncs/${this.name}${sub}`;
   }
 
+  /** One sync: reconcile, or record why not; the outcome is built once, in {@link finishSync}. */
   private async syncOnce(signal: AbortSignal): Promise<SyncOutcome & { intervalMs?: number }> {
     const syncId = `${this.o.identity}-${++this.syncCounter}`;
-    let log = this.log.child({ syncId });
-    const t0 = this.clock.now();
-    let gs: GitSync | undefined;
-    let spec: GitSyncSpec | undefined;
-    let revision: string | undefined;
-    const where = `GitSync ${this.o.namespace}/${this.name}`;
+    const run: SyncRun = { syncId, log: this.log.child({ syncId }), startedMs: this.clock.monotonicMs() };
+    let result: SyncResult;
     try {
-      gs = await this.o.kube.get<GitSync>(this.gitSyncPath(), signal);
-      if (!gs)
-        throw new SyncError(
-          'GitSyncNotFound',
-          `${where} does not exist; apply it (bootstrap-manifests/baton-controller/gitsync.yaml)`,
-          { isStalled: true },
-        );
-      try {
-        spec = parseGitSyncSpec(gs.spec, where);
-      } catch (err) {
-        throw new SyncError('InvalidSpec', (err as Error).message, { isStalled: true });
-      }
-      if (spec.suspend) {
-        const outcome = {
-          syncId,
-          isOk: true,
-          reason: 'Suspended',
-          message: 'spec.suspend is true; nothing is applied or pruned',
-          durationSeconds: 0,
-          appliedCount: 0,
-        };
-        this.lastSync = outcome;
-        return { ...outcome, intervalMs: spec.intervalSeconds * 1000 };
-      }
-      const auth = spec.secretRef ? await this.readAuth(spec.secretRef.name, signal) : undefined;
-      if (spec.webhookSecretRef) this.webhookKey = await this.readWebhookKey(spec.webhookSecretRef.name, signal);
-      log.debug(
-        { credential: auth ? fingerprint('bearerToken' in auth ? auth.bearerToken : auth.password) : undefined },
-        'fetching',
-      );
-      const fetched = await fetchRevision(
-        { url: spec.url, ref: spec.ref, workDir: join(this.o.workDir, 'repo'), auth, signal, timeoutMs: 60_000 },
-        this.o.gitPath ?? 'git',
-      );
-      revision = fetched.revision;
-      log = log.child({ revision });
-      const isNewRevision = gs.status?.lastAttemptedRevision !== revision;
-      // An earlier failed attempt at this revision must not swallow its Applied event.
-      const isNewlyApplied = gs.status?.lastAppliedRevision !== revision;
-      if (isNewRevision)
-        await this.writeStatus(gs, { lastAttemptedRevision: revision }, [
-          cond('Reconciling', 'True', 'Progressing', `applying revision ${revision}`),
-        ]);
-      let objects: Awaited<ReturnType<typeof renderDirectory>>;
-      try {
-        objects = await renderDirectory(fetched.dir, spec.path);
-      } catch (err) {
-        throw new SyncError('RenderFailed', `revision ${revision.slice(0, 12)}: ${(err as Error).message}`, {
-          cause: err,
-        });
-      }
-      const result = await this.applier.apply(objects, {
-        previousInventory: gs.status?.inventory ?? [],
-        prune: spec.prune,
-        protect: this.o.protect ?? {
-          namespace: this.o.namespace,
-          serviceAccount: 'baton-controller',
-          deployment: 'baton-controller',
-        },
-        signal,
-      });
-      const durationSeconds = (this.clock.now() - t0) / 1000;
-      const refused = result.pruneRefused.length
-        ? `; refused to prune ${result.pruneRefused.length} protected object(s): ${result.pruneRefused.slice(0, 3).join(', ')}`
-        : '';
-      const message = `applied revision ${revision}: ${result.inventory.length} objects (${result.appliedCount} sent, ${result.pruned.length} pruned, ${result.drifted.length} drift reverted)${refused}`;
-      await this.writeStatus(
-        gs,
-        {
-          lastAppliedRevision: revision,
-          lastAttemptedRevision: revision,
-          inventory: result.inventory,
-          inventoryCount: result.inventory.length,
-          driftedObjects: result.drifted,
-          pruneRefused: result.pruneRefused,
-          lastError: '',
-        },
-        [
-          cond('Ready', 'True', 'Succeeded', message),
-          cond('Reconciling', 'False', 'Succeeded', message),
-          cond('Stalled', 'False', 'Succeeded', 'the last sync succeeded'),
-        ],
-      );
-      if (isNewlyApplied || result.pruned.length || result.drifted.length)
-        await this.event(gs, 'Normal', 'Applied', message);
-      if (result.pruneRefused.length)
-        await this.event(
-          gs,
-          'Warning',
-          'PruneRefused',
-          `refused to prune ${result.pruneRefused.join(', ')}: they are the controller's own identity or RBAC, or are annotated baton.dev/prune=disabled; delete them by hand if intended`,
-        );
-      if (result.drifted.length)
-        log.warn({ drifted: result.drifted.slice(0, 20), driftCount: result.drifted.length }, 'drift reverted');
-      this.metrics.observeSync(durationSeconds, true, result.appliedCount, result.pruned.length);
-      this.metrics.setInventory(result.inventory.length);
-      log.info(
-        {
-          durationMs: Math.round(durationSeconds * 1000),
-          objects: result.inventory.length,
-          applied: result.appliedCount,
-          pruned: result.pruned.length,
-        },
-        'sync succeeded',
-      );
-      this.hasSynced = true;
-      const outcome = {
-        syncId,
-        isOk: true,
-        revision,
-        reason: 'Succeeded',
-        message,
-        durationSeconds,
-        appliedCount: result.appliedCount,
-      };
-      this.lastSync = outcome;
-      return { ...outcome, intervalMs: spec.intervalSeconds * 1000 };
+      result = await this.reconcile(run, signal);
     } catch (err) {
-      const durationSeconds = (this.clock.now() - t0) / 1000;
-      if (signal.aborted) {
-        log.info({ why: String(signal.reason) }, 'sync aborted');
-        return {
-          syncId,
-          isOk: false,
-          reason: 'Aborted',
-          message: String(signal.reason),
-          durationSeconds,
-          appliedCount: 0,
-        };
-      }
-      const { reason, isStalled } = classify(err);
-      const message = isBatonError(err) ? err.message : `unexpected error: ${(err as Error).message}`;
-      log.error({ reason, isStalled, err: message }, 'sync failed');
-      this.metrics.observeSync(durationSeconds, false, 0, 0);
-      this.metrics.observeError(reason);
-      if (gs) {
-        try {
-          await this.writeStatus(gs, { ...(revision ? { lastAttemptedRevision: revision } : {}), lastError: message }, [
+      result = signal.aborted
+        ? { kind: 'aborted', message: String(signal.reason) }
+        : await this.recordFailure(run, err);
+    }
+    return this.finishSync(run, result);
+  }
+
+  private async reconcile(run: SyncRun, signal: AbortSignal): Promise<SyncResult> {
+    const { gs, spec } = await this.readGitSync(run, signal);
+    if (spec.suspend) return { kind: 'suspended' };
+    const fetched = await this.fetchSource(run, spec, signal);
+    const revision = fetched.revision;
+    // An earlier failed attempt at this revision must not swallow its Applied event.
+    const isNewlyApplied = gs.status?.lastAppliedRevision !== revision;
+    if (gs.status?.lastAttemptedRevision !== revision)
+      await this.writeStatus(gs, { lastAttemptedRevision: revision }, [
+        cond('Reconciling', 'True', 'Progressing', `applying revision ${revision}`),
+      ]);
+    const objects = await renderDirectory(fetched.dir, spec.path).catch((err: unknown) => {
+      throw new SyncError('RenderFailed', `revision ${revision.slice(0, 12)}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    });
+    const applied = await this.applier.apply(objects, {
+      previousInventory: gs.status?.inventory ?? [],
+      prune: spec.prune,
+      protect: this.o.protect ?? {
+        namespace: this.o.namespace,
+        serviceAccount: 'baton-controller',
+        deployment: 'baton-controller',
+      },
+      signal,
+    });
+    return this.recordSuccess(run, gs, revision, applied, isNewlyApplied);
+  }
+
+  private async readGitSync(run: SyncRun, signal: AbortSignal): Promise<{ gs: GitSync; spec: GitSyncSpec }> {
+    const where = `GitSync ${this.o.namespace}/${this.name}`;
+    const gs = await this.kube.get<GitSync>(this.gitSyncPath(), signal);
+    if (!gs)
+      throw new SyncError(
+        'GitSyncNotFound',
+        `${where} does not exist; apply it (bootstrap-manifests/baton-controller/gitsync.yaml)`,
+        { isStalled: true },
+      );
+    run.gs = gs;
+    try {
+      run.spec = parseGitSyncSpec(gs.spec, where);
+    } catch (err) {
+      throw new SyncError('InvalidSpec', (err as Error).message, { isStalled: true });
+    }
+    return { gs, spec: run.spec };
+  }
+
+  private async fetchSource(run: SyncRun, spec: GitSyncSpec, signal: AbortSignal): Promise<FetchedRevision> {
+    const auth = spec.secretRef ? await this.readAuth(spec.secretRef.name, signal) : undefined;
+    if (spec.webhookSecretRef) this.webhookKey = await this.readWebhookKey(spec.webhookSecretRef.name, signal);
+    run.log.debug(
+      { credential: auth ? fingerprint('bearerToken' in auth ? auth.bearerToken : auth.password) : undefined },
+      'fetching',
+    );
+    const fetched = await fetchRevision(
+      { url: spec.url, ref: spec.ref, workDir: join(this.o.workDir, 'repo'), auth, signal, timeoutMs: 60_000 },
+      this.o.gitPath ?? 'git',
+    );
+    run.revision = fetched.revision;
+    run.log = run.log.child({ revision: fetched.revision });
+    return fetched;
+  }
+
+  private async recordSuccess(
+    run: SyncRun,
+    gs: GitSync,
+    revision: string,
+    result: ApplyResult,
+    isNewlyApplied: boolean,
+  ): Promise<SyncResult> {
+    const durationSeconds = this.elapsedSeconds(run);
+    const refused = result.pruneRefused.length
+      ? `; refused to prune ${result.pruneRefused.length} protected object(s): ${result.pruneRefused.slice(0, 3).join(', ')}`
+      : '';
+    const message = `applied revision ${revision}: ${result.inventory.length} objects (${result.appliedCount} sent, ${result.pruned.length} pruned, ${result.drifted.length} drift reverted)${refused}`;
+    await this.writeStatus(
+      gs,
+      {
+        lastAppliedRevision: revision,
+        lastAttemptedRevision: revision,
+        inventory: result.inventory,
+        inventoryCount: result.inventory.length,
+        driftedObjects: result.drifted,
+        pruneRefused: result.pruneRefused,
+        lastError: '',
+      },
+      [
+        cond('Ready', 'True', 'Succeeded', message),
+        cond('Reconciling', 'False', 'Succeeded', message),
+        cond('Stalled', 'False', 'Succeeded', 'the last sync succeeded'),
+      ],
+    );
+    if (isNewlyApplied || result.pruned.length || result.drifted.length)
+      await this.event(gs, 'Normal', 'Applied', message);
+    if (result.pruneRefused.length)
+      await this.event(
+        gs,
+        'Warning',
+        'PruneRefused',
+        `refused to prune ${result.pruneRefused.join(', ')}: they are the controller's own identity or RBAC, or are annotated baton.dev/prune=disabled; delete them by hand if intended`,
+      );
+    if (result.drifted.length)
+      run.log.warn({ drifted: result.drifted.slice(0, 20), driftCount: result.drifted.length }, 'drift reverted');
+    this.metrics.observeSync(durationSeconds, true, result.appliedCount, result.pruned.length);
+    this.metrics.setInventory(result.inventory.length);
+    run.log.info(
+      {
+        durationMs: Math.round(durationSeconds * 1000),
+        objects: result.inventory.length,
+        applied: result.appliedCount,
+        pruned: result.pruned.length,
+      },
+      'sync succeeded',
+    );
+    this.hasSynced = true;
+    return { kind: 'applied', message, appliedCount: result.appliedCount };
+  }
+
+  private async recordFailure(run: SyncRun, err: unknown): Promise<SyncResult> {
+    const { reason, isStalled } = classify(err);
+    const message = isBatonError(err) ? err.message : `unexpected error: ${(err as Error).message}`;
+    run.log.error({ reason, isStalled, err: message }, 'sync failed');
+    this.metrics.observeSync(this.elapsedSeconds(run), false, 0, 0);
+    this.metrics.observeError(reason);
+    if (run.gs) {
+      try {
+        await this.writeStatus(
+          run.gs,
+          { ...(run.revision ? { lastAttemptedRevision: run.revision } : {}), lastError: message },
+          [
             cond('Ready', 'False', reason, message),
             cond('Reconciling', 'False', reason, 'the last sync failed; retrying with backoff'),
             cond(
@@ -410,28 +441,54 @@ class Controller {
               isStalled ? reason : 'Retrying',
               isStalled ? message : 'the last failure may be transient; retrying',
             ),
-          ]);
-          await this.event(gs, 'Warning', reason, message);
-        } catch (statusErr) {
-          log.error({ err: (statusErr as Error).message }, 'status update failed');
-        }
+          ],
+        );
+        await this.event(run.gs, 'Warning', reason, message);
+      } catch (statusErr) {
+        run.log.error({ err: (statusErr as Error).message }, 'status update failed');
       }
-      const outcome = {
-        syncId,
-        isOk: false,
-        ...(revision ? { revision } : {}),
-        reason,
-        message,
-        durationSeconds,
-        appliedCount: 0,
-      };
-      this.lastSync = outcome;
-      return { ...outcome, ...(spec ? { intervalMs: spec.intervalSeconds * 1000 } : {}) };
     }
+    return { kind: 'failed', reason, message };
+  }
+
+  // The one place a sync's outcome is built. An aborted sync (lost leadership, shutdown) is not a result: it
+  // leaves lastSync and the poll interval as they were.
+  private finishSync(run: SyncRun, result: SyncResult): SyncOutcome & { intervalMs?: number } {
+    const durationSeconds = result.kind === 'suspended' ? 0 : this.elapsedSeconds(run);
+    const base = { syncId: run.syncId, durationSeconds, appliedCount: 0 };
+    if (result.kind === 'aborted') {
+      run.log.info({ why: result.message }, 'sync aborted');
+      return { ...base, isOk: false, reason: 'Aborted', message: result.message };
+    }
+    const outcome: SyncOutcome =
+      result.kind === 'suspended'
+        ? { ...base, isOk: true, reason: 'Suspended', message: 'spec.suspend is true; nothing is applied or pruned' }
+        : result.kind === 'applied'
+          ? {
+              ...base,
+              isOk: true,
+              revision: run.revision!,
+              reason: 'Succeeded',
+              message: result.message,
+              appliedCount: result.appliedCount,
+            }
+          : {
+              ...base,
+              isOk: false,
+              ...(run.revision ? { revision: run.revision } : {}),
+              reason: result.reason,
+              message: result.message,
+            };
+    this.lastSync = outcome;
+    return { ...outcome, ...(run.spec ? { intervalMs: run.spec.intervalSeconds * 1000 } : {}) };
+  }
+
+  private elapsedSeconds(run: SyncRun): number {
+    return (this.clock.monotonicMs() - run.startedMs) / 1000;
   }
 
   private async readSecret(name: string, signal?: AbortSignal): Promise<Record<string, string>> {
-    const s = await this.o.kube.get<{ data?: Record<string, string> }>(
+    const s = await this.kube.get<{ data?: Record<string, string> }>(
       `/api/v1/namespaces/${this.o.namespace}/secrets/${name}`,
       signal,
     );
@@ -482,15 +539,21 @@ class Controller {
     merged.sort((a, b) => a.type.localeCompare(b.type));
     for (const c of merged)
       if (!c.lastTransitionTime)
-        c.lastTransitionTime = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+        c.lastTransitionTime = this.clock
+          .now()
+          .toISOString()
+          .replace(/\.\d{3}Z$/, 'Z');
     const status: GitSyncStatus = {
       ...(gs.status ?? {}),
       ...patch,
       conditions: merged,
-      lastSyncTime: new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      lastSyncTime: this.clock
+        .now()
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z'),
       ...(gs.metadata.generation ? { observedGeneration: gs.metadata.generation } : {}),
     };
-    const updated = await this.o.kube.call<GitSync>(
+    const updated = await this.kube.call<GitSync>(
       'PATCH',
       this.gitSyncPath('/status'),
       { status },
@@ -505,13 +568,16 @@ class Controller {
     const key = `${type}/${reason}/${message}`;
     if (key === this.lastEvent) return;
     this.lastEvent = key;
-    const now = new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = this.clock
+      .now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z');
     try {
-      await this.o.kube.call('POST', `/api/v1/namespaces/${this.o.namespace}/events`, {
+      await this.kube.call('POST', `/api/v1/namespaces/${this.o.namespace}/events`, {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: {
-          name: `${this.name}.${this.clock.now().toString(16)}${(++this.eventCounter).toString(16)}`,
+          name: `${this.name}.${this.clock.now().getTime().toString(16)}${(++this.eventCounter).toString(16)}`,
           namespace: this.o.namespace,
         },
         involvedObject: {
@@ -574,7 +640,7 @@ class Controller {
     }
     if (!this.webhookKey) {
       try {
-        const gs = await this.o.kube.get<GitSync>(this.gitSyncPath());
+        const gs = await this.kube.get<GitSync>(this.gitSyncPath());
         const ref = gs ? parseGitSyncSpec(gs.spec, 'GitSync').webhookSecretRef : undefined;
         if (ref) this.webhookKey = await this.readWebhookKey(ref.name);
       } catch (err) {

@@ -51,7 +51,9 @@ export class GitFetchError extends BatonError {
 }
 
 /**
- * Fetches exactly one ref, shallowly (`--depth 1`), with the git CLI, and checks it out. The
+ * Fetches exactly one ref, shallowly (`--depth 1`), with the git CLI, and checks it out: a branch is
+ * `refs/heads/<branch>` exactly, a tag `refs/tags/<tag>` (an annotated tag checks out the commit it
+ * tags, which `revision` then is), a commit its full id. The
  * credential travels in the environment (`GIT_CONFIG_COUNT` + `http.extraHeader`), never in argv
  * or the URL, so it cannot show in `ps` or in git's error messages.
  * @throws GitFetchError with a classified reason and a message that names the URL and ref.
@@ -77,6 +79,8 @@ export async function fetchRevision(options: FetchOptions, gitPath = 'git'): Pro
       '1',
       '--no-tags',
       '--no-write-fetch-head',
+      // A URL that begins with "-" must stay a repository, never become an option (--upload-pack=...).
+      '--',
       options.url,
       `+${refspec}:refs/baton/target`,
     ]);

@@ -1,4 +1,6 @@
 // The curated public API of @baton/controller.
+
+export type { Clock } from '@baton/core/clock';
 export type { ApplierDeps, ApplyResult, ProtectedIdentity } from './applier.js';
 export {
   Applier,
@@ -10,8 +12,6 @@ export {
   SyncError,
   TAKEOVER_MANAGER,
 } from './applier.js';
-export type { Clock } from './clock.js';
-export { mapLimit, realClock } from './clock.js';
 export type { ControllerOptions, RunningController, SyncOutcome } from './controller.js';
 export { startController } from './controller.js';
 export type { FetchedRevision, FetchOptions, GitAuth } from './git-source.js';
@@ -33,9 +33,9 @@ export type { LeaderElectorOptions } from './leader-election.js';
 export { LeaderElector } from './leader-election.js';
 export type { ControllerLoggerOptions } from './logger.js';
 export { createControllerLogger, fingerprint } from './logger.js';
+export { mapLimit } from './map-limit.js';
 export { Metrics } from './metrics.js';
 export type { Profile, TakeoverCheck, TakeoverGap } from './profile.js';
 export { checkTakeover, loadProfile, ProfileSchema, parseProfile, valueAt } from './profile.js';
-export { simulateReconciledStatus } from './profile-testing.js';
 export type { RenderedObject } from './render.js';
 export { describeObject, isStageOneKind, objectId, parseObjectId, renderDirectory, renderYaml } from './render.js';

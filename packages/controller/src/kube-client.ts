@@ -34,6 +34,8 @@ export interface KubeTarget {
   readonly token?: string;
   /** A file holding the bearer token, re-read so that projected tokens rotate. */
   readonly tokenFile?: string;
+  /** `User-Agent` of every request (the apiserver's audit log records it), e.g. `baton-controller (replica-a)`. */
+  readonly userAgent?: string;
 }
 
 /** A resource's REST mapping, found by discovery. */
@@ -59,6 +61,7 @@ export class KubeClient {
   private readonly agent: Agent;
   private readonly discovery = new Map<string, Map<string, ResourceInfo>>();
   private tokenCache: { value: string; readAtMs: number } | undefined;
+  private writeGuard: (() => void) | undefined;
 
   /**
    * @param target where and how to connect.
@@ -79,7 +82,10 @@ export class KubeClient {
    * A client for a kubeconfig's current context (certificate or token users).
    * @throws ConfigError when the file is missing or lacks a server, CA or credential.
    */
-  static fromKubeconfig(path: string, overrides: { token?: string; tokenFile?: string } = {}): KubeClient {
+  static fromKubeconfig(
+    path: string,
+    overrides: { token?: string; tokenFile?: string; userAgent?: string } = {},
+  ): KubeClient {
     let kc: {
       'current-context'?: string;
       contexts?: { name: string; context: { cluster: string; user: string } }[];
@@ -120,6 +126,7 @@ export class KubeClient {
       ...(keyPem ? { keyPem } : {}),
       ...(token ? { token } : {}),
       ...(tokenFile ? { tokenFile } : {}),
+      ...(overrides.userAgent ? { userAgent: overrides.userAgent } : {}),
     });
   }
 
@@ -127,7 +134,11 @@ export class KubeClient {
    * The in-cluster client: the pod's ServiceAccount token (re-read as it rotates) and CA.
    * @throws ConfigError outside a pod.
    */
-  static inCluster(env: NodeJS.ProcessEnv, saDir = '/var/run/secrets/kubernetes.io/serviceaccount'): KubeClient {
+  static inCluster(
+    env: NodeJS.ProcessEnv,
+    saDir = '/var/run/secrets/kubernetes.io/serviceaccount',
+    userAgent?: string,
+  ): KubeClient {
     const host = env.KUBERNETES_SERVICE_HOST;
     const port = env.KUBERNETES_SERVICE_PORT ?? '443';
     if (!host) throw new ConfigError('KUBERNETES_SERVICE_HOST is not set: not running in a pod; pass --kubeconfig');
@@ -136,7 +147,20 @@ export class KubeClient {
       server: `https://${h}:${port}`,
       caPem: readFileSync(`${saDir}/ca.crt`, 'utf8'),
       tokenFile: `${saDir}/token`,
+      ...(userAgent ? { userAgent } : {}),
     });
+  }
+
+  /**
+   * A client on the same connections and discovery cache that calls `guard` right before it sends any request
+   * other than a GET; `guard` refuses by throwing, and nothing is sent. The controller fences its writes by its
+   * leadership this way, checked at the moment of sending rather than when a sync began.
+   */
+  guardWrites(guard: () => void): KubeClient {
+    // A view, not a copy: it must share the agent (sockets) and discovery, and close() closes both.
+    const view = Object.create(this) as KubeClient;
+    view.writeGuard = guard;
+    return view;
   }
 
   private bearer(): string | undefined {
@@ -158,6 +182,13 @@ export class KubeClient {
     contentType = 'application/json',
     signal?: AbortSignal,
   ): Promise<KubeResponse> {
+    if (method !== 'GET' && this.writeGuard) {
+      try {
+        this.writeGuard();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     const url = new URL(path, this.target.server);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const token = this.bearer();
@@ -171,6 +202,7 @@ export class KubeClient {
           ...(signal ? { signal } : {}),
           headers: {
             accept: 'application/json',
+            ...(this.target.userAgent ? { 'user-agent': this.target.userAgent } : {}),
             // Explicit length: Node sends a DELETE body without one, and the apiserver then reads
             // the body as the next request on the keep-alive socket (400 Bad Request).
             ...(payload !== undefined

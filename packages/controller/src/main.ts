@@ -31,13 +31,16 @@ async function main(): Promise<number> {
     return 0;
   }
   const log = createControllerLogger({ level: values['log-level'] ?? env.LOG_LEVEL ?? 'info' });
+  const identity = values.identity ?? env.POD_NAME ?? hostname();
+  // The apiserver's audit log then tells replicas apart, though they share one ServiceAccount.
+  const userAgent = `baton-controller (${identity})`;
   let kube: KubeClient;
   try {
     const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
     const tokenFile = values['token-file'] ?? env.BATON_TOKEN_FILE;
     kube = kubeconfig
-      ? KubeClient.fromKubeconfig(kubeconfig, tokenFile ? { tokenFile } : {})
-      : KubeClient.inCluster(env);
+      ? KubeClient.fromKubeconfig(kubeconfig, { ...(tokenFile ? { tokenFile } : {}), userAgent })
+      : KubeClient.inCluster(env, undefined, userAgent);
   } catch (err) {
     log.error({ err: (err as Error).message }, 'configuration error');
     return 2;
@@ -52,7 +55,7 @@ async function main(): Promise<number> {
     log,
     namespace: values.namespace ?? env.POD_NAMESPACE ?? 'baton-system',
     gitSyncName: values.gitsync ?? env.BATON_GITSYNC ?? 'baton-controller',
-    identity: values.identity ?? env.POD_NAME ?? hostname(),
+    identity,
     workDir: values['work-dir'] ?? env.BATON_WORK_DIR ?? '/tmp/baton-controller',
     port,
   });
@@ -62,7 +65,9 @@ async function main(): Promise<number> {
     void controller.stop();
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
-  // Set by testenv's pod runner only: a local stand-in for a pod must not outlive its "kubelet".
+  // Set by testenv's pod runner only: a local stand-in for a pod must not outlive its "kubelet". Signal 0 is
+  // enough for that owner (a test process its own parent reaps); the product's full PID check, isProcessAlive of
+  // @baton/audit, is not a dependency of the controller image.
   const owner = Number(env.BATON_OWNER_PID ?? 0);
   if (owner > 0) {
     const timer = setInterval(() => {

@@ -1,6 +1,7 @@
 import { TimeoutError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
-import { createFakeClock, pollUntil } from './clock.js';
+import { pollUntil } from './clock.js';
+import { createFakeClock } from './fake-clock.js';
 
 describe('pollUntil', () => {
   it('returns the first defined value and the elapsed time on the injected clock', async () => {

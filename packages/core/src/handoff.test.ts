@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClients } from '@baton/kube';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFakeClock } from './clock.js';
+import { createFakeClock } from './fake-clock.js';
 import { HandoffRun } from './handoff/run.js';
 import type { HandoffDeps, HandoffSummary } from './handoff/types.js';
 import { driveHandoff, type HandoffSteps } from './handoff.js';

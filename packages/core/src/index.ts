@@ -1,12 +1,12 @@
 // The public API of @baton/core. Everything else is internal.
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
 export { openAuditSink } from './audit-sink.js';
-export type { Clock, FakeClock, PollOptions } from './clock.js';
-export { createFakeClock, pollUntil, retryUntil, systemClock, withDeadline } from './clock.js';
+export type { Clock, PollOptions } from './clock.js';
+export { pollUntil, retryUntil, systemClock, withDeadline } from './clock.js';
 export type { GitAuth } from './git-revision.js';
 export { resolveGitRevision } from './git-revision.js';
 export type { CreateHandoffDepsOptions } from './handoff/deps.js';
-export { createHandoffDeps, isPidAlive, newRunId } from './handoff/deps.js';
+export { createHandoffDeps, newRunId } from './handoff/deps.js';
 export { fullFingerprint } from './handoff/record.js';
 export type {
   ConfinementSummary,

@@ -2,6 +2,10 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from './is-alive.js';
 
+// A second file lock beside @baton/audit's acquireFileLock, on purpose: the test bed depends on no product package
+// (it builds and runs what tests the product, and `baton testenv` works before any product code is built), and it
+// only guards build caches and cluster names, where waiting for a dead holder's pid is enough.
+
 /**
  * Runs `fn` while holding a cross-process lock (a directory made atomically by mkdir). A lock whose
  * holder process is gone is taken over, so a crashed build never wedges the cache.

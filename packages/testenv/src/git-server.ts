@@ -43,6 +43,13 @@ export interface GitServer {
    * @returns the new commit's SHA.
    */
   commitFiles(name: string, files: Readonly<Record<string, string | null>>, message: string): Promise<string>;
+  /**
+   * Creates tag `tag` in repository `name` at `commit`: annotated (a tag object) when `message` is given, else
+   * lightweight. @returns the object id the tag ref points to (the tag object's id when annotated).
+   */
+  createTag(name: string, tag: string, commit: string, message?: string): Promise<string>;
+  /** Points branch `branch` of repository `name` at `commit` (created or moved), e.g. `dev/main`. */
+  setBranch(name: string, branch: string, commit: string): Promise<void>;
   /** Number of HTTP requests answered so far, by status code (for tests of auth and polling). */
   readonly requestCounts: ReadonlyMap<number, number>;
   /** Stops the HTTP server, waits for in-flight backends, and deletes the repositories. */
@@ -68,7 +75,6 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
   const counts = new Map<number, number>();
   const children = new Set<ReturnType<typeof spawn>>();
   const repos = new Set<string>();
-  // Commits to one repository are serialised: git's index lock would fail concurrent writers.
   const queues = new Map<string, Promise<unknown>>();
 
   const runGit = async (args: readonly string[], cwd: string): Promise<string> => {
@@ -188,8 +194,6 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
   };
 
   const commitOnce = async (name: string, files: Readonly<Record<string, string | null>>, message: string) => {
-    if (!repos.has(name))
-      throw new ConfigError(`git server: repository "${name}" does not exist; call createRepo("${name}") first`);
     const work = join(worksDir, name);
     for (const [path, content] of Object.entries(files)) {
       if (path.startsWith('/') || path.split('/').includes('..'))
@@ -210,6 +214,16 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
     return runGit(['rev-parse', 'HEAD'], work);
   };
 
+  // Writes to one repository are serialised: git's index and ref locks would fail concurrent writers.
+  const inRepo = async (name: string, fn: (bare: string) => Promise<string>): Promise<string> => {
+    if (!repos.has(name))
+      throw new ConfigError(`git server: repository "${name}" does not exist; call createRepo("${name}") first`);
+    const prev = queues.get(name) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(() => fn(join(reposDir, `${name}.git`)));
+    queues.set(name, next);
+    return next;
+  };
+
   return {
     url,
     credentials: users[0]!,
@@ -217,11 +231,14 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
     requestCounts: counts,
     repoUrl: (name) => `${url}/${name}.git`,
     createRepo,
-    commitFiles: (name, files, message) => {
-      const prev = queues.get(name) ?? Promise.resolve();
-      const next = prev.catch(() => undefined).then(() => commitOnce(name, files, message));
-      queues.set(name, next);
-      return next;
+    commitFiles: (name, files, message) => inRepo(name, () => commitOnce(name, files, message)),
+    createTag: (name, tag, commit, message) =>
+      inRepo(name, async (bare) => {
+        await runGit(['tag', ...(message === undefined ? [] : ['-a', '-m', message]), '--', tag, commit], bare);
+        return runGit(['rev-parse', `refs/tags/${tag}`], bare);
+      }),
+    setBranch: async (name, branch, commit) => {
+      await inRepo(name, (bare) => runGit(['update-ref', `refs/heads/${branch}`, commit], bare));
     },
     async stop() {
       await new Promise<void>((resolve) => {

@@ -19,7 +19,8 @@ export interface PollOptions {
 /**
  * Polls `check` until it returns a value other than `undefined`. Errors thrown by `check` count as
  * "not yet" and the last one is kept for the timeout message. Integration code only: unit-testable
- * logic takes an injected clock instead.
+ * logic takes an injected clock instead. The product's poll is `pollUntil` of `@baton/core/clock` (injected clock,
+ * errors end the wait); this one stays because the test bed depends on no product package.
  * @throws TimeoutError naming what did not become ready.
  */
 export async function pollUntil<T>(check: () => Promise<T | undefined>, options: PollOptions): Promise<T> {

@@ -4,14 +4,18 @@ import {
   AuditLog,
   checkpointsDir,
   createHandoffEvent,
+  formatCheckpoint,
   formatTlogProof,
+  hashLeaf,
   listCheckpoints,
+  MerkleFrontier,
   parseCheckpoint,
   parseNote,
   parseTlogProof,
   proveConsistency,
   proveInclusion,
   SigningKey,
+  signNote,
   synthRecords,
   TrustedKeySet,
   verifyConsistencyProof,
@@ -36,6 +40,15 @@ let key: SigningKey;
 let keys: TrustedKeySet;
 const events = (n: number, seed = 1, signer: SigningKey | SigningKey[] = key) =>
   [...synthRecords(n, { seed })].map((r) => createHandoffEvent(r, signer));
+
+/** A copy of `line` at `index` whose signed statement was changed by `edit` (the signature no longer matches). */
+function forge(line: string, index: number, edit: (st: { predicate: Record<string, unknown> }) => unknown): string {
+  const entry = JSON.parse(line) as { batonindex: number; data: { payload: string } };
+  const statement = JSON.parse(Buffer.from(entry.data.payload, 'base64').toString('utf8'));
+  entry.data.payload = Buffer.from(JSON.stringify(edit(statement))).toString('base64');
+  entry.batonindex = index;
+  return JSON.stringify(entry);
+}
 
 beforeAll(async () => {
   dir = await tempDir();
@@ -78,13 +91,12 @@ describe('AuditLog', () => {
     expect((await verifyLog(path, keys, { workers: 0 })).ok).toBe(true);
   });
 
-  test('reopening uses the cached tree state, and without it re-reads the log to the same root', async () => {
+  test('reopening re-reads the log to the same root and continues it', async () => {
     const path = join(dir, 'reopen.jsonl');
     await writeLog(path, key, 30, { batch: 8 });
     const a = await AuditLog.open(path, { origin: ORIGIN, signer: key });
     const r1 = await a.appendMany(events(2, 5));
     await a.close();
-    await rm(join(checkpointsDir(path), 'tree-state.json'));
     const b = await AuditLog.open(path, { origin: ORIGIN, signer: key });
     expect(b.size).toBe(32);
     const r2 = await b.appendMany(events(2, 6));
@@ -113,13 +125,13 @@ describe('AuditLog', () => {
     });
   });
 
-  test('refuses to write to a log whose checkpointed entries were changed, and writes nothing', async () => {
+  test('refuses to write to a log whose checkpointed entries were changed after a clean close, and writes nothing', async () => {
     const path = join(dir, 'edited.jsonl');
     await writeLog(path, key, 6, { batch: 3 });
     const lines = await readLines(path);
-    lines[1] = lines[1]!.replace('"subject":"cluster/', '"subject":"cluster/Z');
+    // Same length, so nothing but the bytes themselves tells the edit apart.
+    lines[1] = lines[1]!.replace('"subject":"cluster/', '"subject":"clustEr/');
     await writeLines(path, lines);
-    await rm(join(checkpointsDir(path), 'tree-state.json'));
     const size = (await stat(path)).size;
     const open = AuditLog.open(path, { origin: ORIGIN, signer: key });
     await expect(open).rejects.toThrow(AuditVerifyError);
@@ -133,6 +145,82 @@ describe('AuditLog', () => {
     await writeFile(path, `${await readFile(path, 'utf8')}not json at all\n`);
     await expect(AuditLog.open(path, { origin: ORIGIN, signer: key })).rejects.toThrow(
       /garbage\.jsonl:3: entry 2 is not JSON .*move the damaged log aside/,
+    );
+  });
+
+  test('a tampered line adopted by the writer is refused before it signs, naming the file, the index and the fix', async () => {
+    const path = join(dir, 'forged.jsonl');
+    await writeLog(path, key, 5, { batch: 5 });
+    const lines = await readLines(path);
+    // A line after the checkpoint with the right index and schema whose signed statement was changed.
+    await writeLines(path, [
+      ...lines,
+      forge(lines[2]!, 5, (st) => ({ ...st, predicate: { ...st.predicate, outcome: 'failed' } })),
+    ]);
+    const size = (await stat(path)).size;
+    const open = AuditLog.open(path, { origin: ORIGIN, signer: key });
+    await expect(open).rejects.toThrow(AuditVerifyError);
+    await expect(open).rejects.toThrow(
+      /forged\.jsonl:6: entry 5 has a DSSE signature by \S+ that does not verify over its payload; no checkpoint covers it and none was signed over it: treat the entry as forged or damaged, run `baton audit verify`, and move the damaged log aside or cut it back to its first 5 lines/,
+    );
+    expect((await listCheckpoints(path)).map((c) => c.size)).toEqual([0, 5]);
+    expect((await stat(path)).size).toBe(size);
+    expect((await verifyLog(path, keys, { workers: 0 })).failures[0]).toMatchObject({
+      kind: 'bad-signature',
+      index: 5,
+    });
+  });
+
+  test('an adopted entry signed by an untrusted key is refused; with that key in trustedKeys it is adopted', async () => {
+    const path = join(dir, 'stranger.jsonl');
+    await writeLog(path, key, 3, { batch: 3 });
+    const stranger = SigningKey.fromSeed('another-writer', Buffer.alloc(32, 0x5e));
+    const [event] = events(1, 9, stranger);
+    const line = JSON.parse((await readLines(path))[0]!) as Record<string, unknown>;
+    const entry = { ...line, ...event, batonindex: 3, recordedtime: line.recordedtime };
+    await writeLines(path, [...(await readLines(path)), JSON.stringify(entry)]);
+    await expect(AuditLog.open(path, { origin: ORIGIN, signer: key })).rejects.toThrow(
+      /stranger\.jsonl:4: entry 3 is signed only by keys that are not trusted \(another-writer\+[0-9a-f]+\); .*if you trust that key, pass it in trustedKeys/,
+    );
+    expect((await listCheckpoints(path)).map((c) => c.size)).toEqual([0, 3]);
+    const trustedKeys = new TrustedKeySet({
+      origin: ORIGIN,
+      keys: [{ key: key.verifierKey }, { key: stranger.verifierKey }],
+    });
+    const log = await AuditLog.open(path, { origin: ORIGIN, signer: key, trustedKeys });
+    expect(log.repair).toEqual({ adoptedEntries: 1, removedBytes: 0 });
+    await log.close();
+    expect((await listCheckpoints(path)).map((c) => c.size)).toEqual([0, 3, 4]);
+  });
+
+  test('refuses a newest checkpoint that no trusted key signed, even when it matches the (edited) log', async () => {
+    const path = join(dir, 'forged-checkpoint.jsonl');
+    await writeLog(path, key, 4, { batch: 4 });
+    const lines = await readLines(path);
+    lines[1] = lines[1]!.replace('"subject":"cluster/', '"subject":"clustEr/');
+    await writeLines(path, lines);
+    // The editor appends a line and signs a checkpoint over the edited log with a key of their own.
+    const edited = [...lines, lines[0]!.replace(/"batonindex":\d+/, '"batonindex":4')];
+    await writeLines(path, edited);
+    const frontier = new MerkleFrontier();
+    for (const l of edited) frontier.append(hashLeaf(Buffer.from(l)));
+    const attacker = SigningKey.fromSeed('attacker', Buffer.alloc(32, 0xa5));
+    await writeFile(
+      join(checkpointsDir(path), '00000000000000000005.checkpoint'),
+      signNote(formatCheckpoint({ origin: ORIGIN, size: 5, root: frontier.root() }), [attacker]),
+    );
+    await expect(AuditLog.open(path, { origin: ORIGIN, signer: key })).rejects.toThrow(
+      /checkpoint .*00000000000000000005\.checkpoint is signed only by keys that are not trusted \(attacker\+[0-9a-f]+\); .*treat the checkpoint as forged: run `baton audit verify` before appending/,
+    );
+    expect((await listCheckpoints(path)).map((c) => c.size)).toEqual([0, 4, 5]);
+  });
+
+  test('refuses a log whose checkpoints were removed', async () => {
+    const path = join(dir, 'no-checkpoints.jsonl');
+    await writeLog(path, key, 2, { batch: 2 });
+    await rm(checkpointsDir(path), { recursive: true });
+    await expect(AuditLog.open(path, { origin: ORIGIN, signer: key })).rejects.toThrow(
+      /no-checkpoints\.jsonl has \d+ bytes of entries but no checkpoint in .*no-checkpoints\.jsonl\.checkpoints: the checkpoints were removed; restore the folder from a backup/,
     );
   });
 
@@ -260,6 +348,6 @@ describe('proofs', () => {
       // Size 0 is a prefix of every tree and equal sizes need equal roots, so only 0 < m < n can be swapped.
       if (m > 0 && m < n) expect(verifyConsistencyProof(m, n, proof, roots.get(n)!, roots.get(m)!)).toBe(false);
     }
-    expect(await readdir(checkpointsDir(path))).toHaveLength(cps.length + 1);
+    expect(await readdir(checkpointsDir(path))).toHaveLength(cps.length);
   });
 });

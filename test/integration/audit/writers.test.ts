@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AuditLog, checkpointsDir, listCheckpoints, verifyLog } from '@baton/audit';
+import { pollUntil } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtureKey, fixtureKeyFile, fixtureTrustedKeys, ROOT, readLines, removeDir, tempDir } from './helpers.js';
 
@@ -33,14 +34,6 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: Nod
     stderr += d.toString();
   });
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr })));
-}
-
-async function pollUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 beforeAll(async () => {
@@ -76,9 +69,12 @@ describe('a writer killed in the middle of an append', () => {
     const done = exited(child);
     // Let a few batches land, then kill -9 at whatever point the writer is in.
     await pollUntil(
-      async () => ((await stat(log).catch(() => undefined))?.size ?? 0) > 3_000_000,
-      120_000,
-      'the writer to append',
+      async () => (((await stat(log).catch(() => undefined))?.size ?? 0) > 3_000_000 ? true : undefined),
+      {
+        timeoutMs: 120_000,
+        intervalMs: 20,
+        what: 'the writer to append',
+      },
     );
     child.kill('SIGKILL');
     expect((await done).signal).toBe('SIGKILL');

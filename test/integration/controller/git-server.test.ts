@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,5 +78,35 @@ describe('startGitServer + fetchRevision', () => {
     }).catch((e: unknown) => e);
     expect((err as GitFetchError).reason).toBe(GitFailure.notFound);
     expect((err as Error).message).toContain('branch release does not exist');
+  });
+
+  it('follows the exact branch and checks out the commit an annotated tag points to', async () => {
+    await git.createRepo('refs');
+    const main = await git.commitFiles('refs', { 'm.yaml': 'main\n' }, 'main');
+    const dev = await git.commitFiles('refs', { 'm.yaml': 'dev\n' }, 'dev');
+    await git.setBranch('refs', 'dev/main', dev);
+    await git.setBranch('refs', 'main', main);
+    const auth = { bearerToken: TOKEN };
+    const work = join(dir, 'refs');
+    const fetched = await fetchRevision({ url: git.repoUrl('refs'), ref: { branch: 'main' }, workDir: work, auth });
+    expect(fetched.revision).toBe(main);
+    expect(await readFile(join(work, 'm.yaml'), 'utf8')).toBe('main\n');
+    const tagObject = await git.createTag('refs', 'v2', dev, 'release 2');
+    expect(tagObject).not.toBe(dev);
+    const tagged = await fetchRevision({ url: git.repoUrl('refs'), ref: { tag: 'v2' }, workDir: work, auth });
+    expect(tagged.revision).toBe(dev);
+    expect(await readFile(join(work, 'm.yaml'), 'utf8')).toBe('dev\n');
+  });
+
+  it('treats a URL that begins with "-" as a repository, never as a git option', async () => {
+    const marker = join(dir, 'upload-pack-ran');
+    const err = await fetchRevision({
+      url: `--upload-pack=touch ${marker}`,
+      ref: { branch: 'main' },
+      workDir: join(dir, 'dash'),
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitFetchError);
+    expect((err as Error).message).toContain('git fetch --upload-pack=touch');
+    expect(existsSync(marker)).toBe(false);
   });
 });

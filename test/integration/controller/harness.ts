@@ -160,6 +160,29 @@ export async function mintToken(
   return tr.status.token;
 }
 
+/**
+ * Writes `token` to `<dir>/token` (0600) and a kubeconfig `<dir>/kubeconfig` whose user reads it (`tokenFile`), for
+ * the controller run as its own process; returns the kubeconfig's path.
+ */
+export async function writeTokenKubeconfig(dir: string, cluster: Cluster, token: string): Promise<string> {
+  const { writeFile } = await import('node:fs/promises');
+  const tokenFile = join(dir, 'token');
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(tokenFile, token, { mode: 0o600 });
+  await writeFile(
+    kubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData } }],
+      users: [{ name: 'u', user: { tokenFile } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'c',
+    }),
+  );
+  return kubeconfig;
+}
+
 /** A client that authenticates with `token` only, against the cluster's server and CA. */
 export function tokenClient(cluster: Cluster, token: string): KubeClient {
   return new KubeClient({

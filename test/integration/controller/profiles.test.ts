@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkTakeover, loadProfile, type Profile, simulateReconciledStatus } from '@baton/controller';
+import { checkTakeover, loadProfile, type Profile } from '@baton/controller';
+import { simulateReconciledStatus } from '@baton/controller/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';
 import { type ControllerEnv, pushAsBootstrap, startEnv } from './harness.js';

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningController } from '@baton/controller';
@@ -22,6 +22,7 @@ import {
   startEnv,
   startTestController,
   WEBHOOK_SECRET,
+  writeTokenKubeconfig,
 } from './harness.js';
 
 // Failure modes and availability: a wrong pull credential, two replicas with a Lease, and the
@@ -151,55 +152,10 @@ describe('baton-controller failure modes and availability', () => {
   });
 
   it('main.ts runs as its own process with a token file and stops cleanly on SIGTERM', async () => {
-    // Replicas an earlier failed test left running would hold the Lease.
-    await Promise.allSettled(running.splice(0).map((c) => c.stop()));
-    const tokenFile = join(tmp, 'token');
-    await writeFile(tokenFile, token, { mode: 0o600 });
-    const kubeconfig = join(tmp, 'kubeconfig');
-    await writeFile(
-      kubeconfig,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          { name: 'c', cluster: { server: env.cluster.server, 'certificate-authority-data': env.cluster.caData } },
-        ],
-        users: [{ name: 'u', user: { tokenFile } }],
-        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'c',
-      }),
-    );
-    const child = spawn(
-      process.execPath,
-      [
-        '--conditions=@baton/source',
-        '--import',
-        'tsx',
-        'packages/controller/src/main.ts',
-        '--kubeconfig',
-        kubeconfig,
-        '--port',
-        '0',
-        '--identity',
-        'process-1',
-        '--work-dir',
-        join(tmp, 'work'),
-      ],
-      { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
-    children.push(child);
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr?.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    await eventually(async () => /"url":"http:\/\/[^"]+"/.test(out), 30_000, 'the controller to log its URL');
-    const url = /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1] ?? '';
+    const p = await startControllerProcess('process-1');
+    const { child, exited, url } = p;
     const sha = await commitAndNotify('from the process');
-    await callWebhook(url.replace('0.0.0.0', '127.0.0.1'));
+    await callWebhook(url);
     await eventually(
       async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha,
       30_000,
@@ -210,10 +166,8 @@ describe('baton-controller failure modes and availability', () => {
     const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);
     expect(code).toBe(0);
     expect(await leaseHolder()).toBeUndefined();
-    const lines = out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const out = p.output();
+    const lines = logLines(out);
     expect(lines.some((l) => l.msg === 'sync succeeded' && l.revision === sha && typeof l.syncId === 'string')).toBe(
       true,
     );
@@ -221,7 +175,166 @@ describe('baton-controller failure modes and availability', () => {
     expect(out.includes(token)).toBe(false);
     expect(out.includes(env.git.credentials.password)).toBe(false);
   });
+
+  it('a leader stalled by SIGSTOP mid-apply is replaced; on SIGCONT it steps down and writes nothing', async ({
+    annotate,
+  }) => {
+    await putSecret(env.admin, NS, 'baton-pull-credential', {
+      username: env.git.credentials.username,
+      password: env.git.credentials.password,
+    });
+    const a = await startControllerProcess('process-a');
+    await eventually(async () => (await leaseHolder()) === 'process-a', 30_000, 'process-a to lead');
+    const b = await startControllerProcess('process-b');
+    await eventually(async () => (await fetch(`${b.url}/readyz`)).status === 200, 30_000, 'process-b ready as standby');
+    const agentA = 'baton-controller (process-a)';
+    const isWriteByA = (e: ApiAuditEvent) => e.userAgent === agentA && WRITE_VERBS.has(e.verb);
+
+    // A revision large enough that process-a is still applying it when it is stopped.
+    const bulk = [
+      stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bulk' } }),
+      ...Array.from({ length: 300 }, (_, i) => configMapYaml('bulk', `item-${i}`, { i: String(i) })),
+    ].join('---\n');
+    const sha = await env.git.commitFiles(env.repo, { [`${CLUSTER_PATH}/apps/bulk.yaml`]: bulk }, 'bulk');
+    let next = (await stat(env.cluster.auditLogPath!)).size;
+    expect(await callWebhook(a.url)).toBe(202);
+    await eventually(
+      async () => {
+        const r = await readAudit(next);
+        next = r.next;
+        return r.events.some((e) => isWriteByA(e) && e.objectRef?.namespace === 'bulk');
+      },
+      60_000,
+      'process-a to start applying the bulk revision',
+      10,
+    );
+    process.kill(a.child.pid!, 'SIGSTOP');
+    const failoverMs = await eventually(
+      async () => (await leaseHolder()) === 'process-b',
+      60_000,
+      'process-b to take the Lease of the stalled leader',
+      100,
+    );
+    await eventually(
+      async () => (await gitSyncStatus(env.admin))?.lastAppliedRevision === sha,
+      90_000,
+      'process-b to apply the revision',
+    );
+
+    const resumedMs = Date.now();
+    const seen = a.output().length;
+    process.kill(a.child.pid!, 'SIGCONT');
+    const afterResume = () => logLines(a.output().slice(seen));
+    await eventually(
+      async () => afterResume().some((l) => l.msg === 'lost leadership'),
+      30_000,
+      'process-a to step down',
+    );
+    // Evidence that it has run on after resuming: two Lease reads of its own, i.e. at least one retry period.
+    await eventually(
+      async () =>
+        (await readAudit(0)).events.filter(
+          (e) =>
+            e.userAgent === agentA &&
+            e.verb === 'get' &&
+            e.objectRef?.resource === 'leases' &&
+            Date.parse(e.requestReceivedTimestamp) >= resumedMs,
+        ).length >= 2,
+      30_000,
+      'process-a to keep electing as a standby',
+    );
+    const writesAfterResume = (await readAudit(0)).events.filter(
+      (e) => isWriteByA(e) && Date.parse(e.requestReceivedTimestamp) >= resumedMs,
+    );
+    expect(writesAfterResume.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(afterResume().some((l) => l.msg === 'sync succeeded')).toBe(false);
+    expect(await leaseHolder()).toBe('process-b');
+    expect(await fetchMetric(a.url, 'baton_controller_leader')).toBe(0);
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
+    await annotate(
+      `failover after SIGSTOP of the leader: ${Math.round(failoverMs)} ms (lease 15 s, renew deadline 10 s, retry 2 s)`,
+    );
+
+    for (const p of [a, b]) process.kill(p.child.pid!, 'SIGTERM');
+    expect(await Promise.all([a.exited, b.exited])).toEqual([0, 0]);
+  });
 });
+
+/** Starts `main.ts` as its own process (own process group) and waits until it logs its URL. */
+async function startControllerProcess(identity: string) {
+  // Replicas an earlier test left running would hold the Lease.
+  await Promise.allSettled(running.splice(0).map((c) => c.stop()));
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@baton/source',
+      '--import',
+      'tsx',
+      'packages/controller/src/main.ts',
+      '--kubeconfig',
+      await writeTokenKubeconfig(tmp, env.cluster, token),
+      '--port',
+      '0',
+      '--identity',
+      identity,
+      '--work-dir',
+      join(tmp, `work-${identity}`),
+    ],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  children.push(child);
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  await eventually(async () => /"url":"http:\/\/[^"]+"/.test(out), 60_000, `${identity} to log its URL`);
+  const url = (/"url":"(http:\/\/[^"]+)"/.exec(out)?.[1] ?? '').replace('0.0.0.0', '127.0.0.1');
+  return { child, exited, url, output: () => out };
+}
+
+function logLines(out: string): Record<string, unknown>[] {
+  return out
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** apiserver audit events (Metadata level, one JSON line each). */
+interface ApiAuditEvent {
+  verb: string;
+  userAgent?: string;
+  requestReceivedTimestamp: string;
+  requestURI: string;
+  objectRef?: { resource?: string; namespace?: string; name?: string };
+}
+
+/** Reads the apiserver audit log from byte `from`; returns the events and where to read next. */
+async function readAudit(from: number): Promise<{ events: ApiAuditEvent[]; next: number }> {
+  const { open } = await import('node:fs/promises');
+  const fh = await open(env.cluster.auditLogPath!, 'r');
+  try {
+    const { size } = await fh.stat();
+    const buf = Buffer.alloc(Math.max(0, size - from));
+    await fh.read(buf, 0, buf.length, from);
+    const text = buf.toString('utf8');
+    const end = text.lastIndexOf('\n') + 1;
+    const events = text
+      .slice(0, end)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ApiAuditEvent);
+    return { events, next: from + Buffer.byteLength(text.slice(0, end)) };
+  } finally {
+    await fh.close();
+  }
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 async function fetchMetric(url: string, name: string): Promise<number | undefined> {
   const text = await (await fetch(`${url}/metrics`)).text();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
+import { isProcessAlive } from '@baton/audit';
 import type { KubeClients } from '@baton/kube';
 import { openAuditSink } from '../audit-sink.js';
 import { systemClock } from '../clock.js';
@@ -12,16 +13,6 @@ import type { HandoffActor, HandoffDeps } from './types.js';
 export function newRunId(now = new Date()): string {
   const t = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);
   return `${t}-${randomBytes(3).toString('hex')}`;
-}
-
-/** Whether a local process exists (signal 0 checks without sending anything; EPERM means it exists). */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Options of {@link createHandoffDeps}. */
@@ -51,7 +42,7 @@ export function createHandoffDeps(
     audit: openAuditSink(loaded.plan.audit),
     actor: { user: osUser(), host: hostname(), pid: process.pid, via: options.via ?? 'cli' },
     newRunId: () => newRunId(),
-    isPidAlive,
+    isPidAlive: isProcessAlive,
     resolveRevision: (source) => resolveGitRevision(source, options.gitAuth),
     ...options.overrides,
   };

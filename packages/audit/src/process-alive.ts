@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs';
+
+// One PID check for the product (audit's file lock, the handoff lock's stale-holder takeover). testenv keeps its own
+// (packages/testenv/src/is-alive.ts): the test bed depends on no product package, so that it can test them.
+
+/**
+ * Whether a local process exists and can still act: `kill(pid, 0)` succeeds or is refused (EPERM: it exists, as
+ * another user), and it is not a zombie (exited, not yet reaped, answering signal 0 but never releasing anything).
+ */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as { code?: unknown }).code === 'EPERM';
+  }
+  return processStartTime(pid).zombie !== true;
+}
+
+/**
+ * A process's start time (Linux clock ticks since boot, from /proc/<pid>/stat field 22), to notice a pid reused by a
+ * newer process, and whether it is a zombie (field 3). Both stay unknown where /proc is missing.
+ */
+export function processStartTime(pid: number): { start?: string; zombie?: boolean } {
+  try {
+    // Synchronous on purpose: /proc reads never block, and this keeps the liveness helpers synchronous.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { start: fields[19]!, zombie: fields[0] === 'Z' };
+  } catch {
+    return {};
+  }
+}
