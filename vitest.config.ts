@@ -21,6 +21,8 @@ export default defineConfig({
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts'],
           setupFiles: ['test/setup/no-console.ts'],
+          // Loading every CLI noun or compiling the audit schemas takes seconds on 2 busy cores (5 s was seen to fail).
+          testTimeout: 30_000,
         },
       },
       ...areas.map((area) => ({
