@@ -130,6 +130,13 @@ describe.each([
     expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
     if (killedDuring === 'revoke') {
       expect(summary.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
+    } else if (killedDuring === 'prove') {
+      // It had revoked its identity; its confinement (deny-all by then) goes once the revocation is proven, which
+      // the killed run never got to: this run removes it.
+      expect(summary.leftoversRemoved).toEqual([
+        `ValidatingAdmissionPolicyBinding/baton-bootstrap-${killedRunId}`,
+        `ValidatingAdmissionPolicy/baton-bootstrap-${killedRunId}`,
+      ]);
     } else {
       expect(summary.leftoversRemoved).toEqual([]);
     }
