@@ -27,7 +27,9 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
   dirs.push(journalDir);
   const { plan } = loadHandoffPlan(fixture);
   const calls: string[] = [];
+  const done: string[] = [];
   const deps: HandoffDeps = {
+    onStepDone: (step, _ms, fact) => done.push(fact ? `${step}: ${fact}` : step),
     operator: { server: 'https://127.0.0.1:1' } as KubeClients,
     clock: createFakeClock(),
     log: silentLogger(),
@@ -48,6 +50,7 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
     if (enter === 'enter') await r.enter(name === 'scopeCheck' ? 'scope-check' : (name as 'push'));
     if (enter === 'enterSafely') await r.enterSafely(name as 'revoke');
     calls.push(name);
+    if (name === 'push') r.fact('3 objects pushed');
     if (opts.throwAt === name) throw new Error(`${name} broke`);
     if (name === 'mint') r.identity = {} as HandoffRun['identity'];
   };
@@ -81,7 +84,7 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
     readFileSync(join(journalDir, 'test.jsonl'), 'utf8')
       .split('\n')
       .filter((l) => l.includes('"finished"')).length;
-  return { run, steps, calls, finished };
+  return { run, steps, calls, finished, done };
 }
 
 const ENDING = ['revoke', 'prove', 'record', 'release'];
@@ -93,6 +96,18 @@ describe('the handoff driver', () => {
     expect(t.calls).toEqual(['begin', 'cleanup', 'confine', 'mint', 'scopeCheck', 'push', 'takeover', ...ENDING]);
     expect(s.outcome).toBe('handed-off');
     expect(t.finished()).toBe(1);
+    // Each step is reported once, as it ends, with its fact.
+    expect(t.done).toEqual([
+      'validate',
+      'confine',
+      'mint',
+      'scope-check',
+      'push: 3 objects pushed',
+      'takeover',
+      'revoke',
+      'prove',
+      'record',
+    ]);
   });
 
   for (const at of ['cleanup', 'confine', 'mint', 'scopeCheck', 'push', 'takeover'] as const) {

@@ -1,4 +1,4 @@
-import { computeBootstrapRules } from '@baton/kube';
+import { computeBootstrapRules, flattenRules } from '@baton/kube';
 import { inspectCluster } from './handoff/cleanup.js';
 import { confine, mint, scopeCheck } from './handoff/credential.js';
 import { prove, revoke } from './handoff/ending.js';
@@ -71,7 +71,7 @@ export async function driveHandoff(run: HandoffRun, steps: HandoffSteps): Promis
   } finally {
     await held.release();
     run.closeStep();
-    run.journalSafely('finished', { outcome: summary?.outcome ?? 'failed' });
+    await run.journalSafely('finished', { outcome: summary?.outcome ?? 'failed' });
   }
 }
 
@@ -80,16 +80,17 @@ export async function driveHandoff(run: HandoffRun, steps: HandoffSteps): Promis
  * lock. A refusal is journaled as `refused` and thrown.
  */
 async function beginRun(run: HandoffRun): Promise<HeldLock> {
-  run.journal.write(run.runId, 'start', run.startedAt, { pid: run.deps.actor.pid, host: run.deps.actor.host });
+  await run.journal.write(run.runId, 'start', run.startedAt, { pid: run.deps.actor.pid, host: run.deps.actor.host });
   run.log.info({ step: run.current }, 'step');
   try {
     run.set = loadManifestSet(run.plan);
     run.rules = computeBootstrapRules(run.set.objects.map((m) => m.object));
+    run.fact(`${run.set.objects.length} objects, ${flattenRules(run.rules).length} rules computed`);
     await run.enter(HandoffStep.preflight);
     await checkCluster(run);
     return await holdLock(run);
   } catch (err) {
-    run.journalSafely('finished', { outcome: 'refused' });
+    await run.journalSafely('finished', { outcome: 'refused' });
     throw err;
   }
 }

@@ -20,10 +20,46 @@ export interface UnfinishedRun {
 }
 
 /**
+ * Where a run's step journal lives. `write` is awaited before the step it announces acts (a store on a remote
+ * system, e.g. a ConfigMap updated by compare-and-set, must have it stored when it resolves); `entries` answers
+ * from what the store holds (loaded before the run).
+ */
+export interface JournalStore {
+  /** Where the journal is, for messages (a file path, or `ConfigMap ns/name`). */
+  readonly path: string;
+  /** Appends one transition. Never pass a token in `data`. */
+  write(runId: string, step: string, at: Date, data?: Record<string, unknown>): void | Promise<void>;
+  /** Every entry, in order. */
+  entries(): JournalEntry[];
+}
+
+/**
+ * Audit records a run could not append (`record-pending`) and no run has appended since (`recorded` after it), in
+ * order. They are secret-free by construction (the audit schema refuses credentials).
+ */
+export function pendingRecords(journal: JournalStore): { runId: string; record: unknown }[] {
+  const pending = new Map<string, unknown>();
+  for (const e of journal.entries()) {
+    if (e.step === 'record-pending') pending.set(e.runId, e.data?.record);
+    else if (e.step === 'recorded') pending.delete(e.runId);
+  }
+  return [...pending].map(([runId, record]) => ({ runId, record }));
+}
+
+/** Runs that started and have no `finished` entry, oldest first. */
+export function unfinishedRuns(journal: JournalStore): UnfinishedRun[] {
+  const byRun = new Map<string, JournalEntry[]>();
+  for (const e of journal.entries()) byRun.set(e.runId, [...(byRun.get(e.runId) ?? []), e]);
+  return [...byRun]
+    .filter(([, es]) => !es.some((e) => e.step === 'finished'))
+    .map(([runId, es]) => ({ runId, entries: es, lastStep: es.at(-1)?.step ?? 'start' }));
+}
+
+/**
  * The local, append-only step journal of one cluster (`<dir>/<cluster>.jsonl`). Appends are synchronous, so an
  * entry is on disk before the step it announces acts; a `kill -9` loses nothing already journaled.
  */
-export class Journal {
+export class Journal implements JournalStore {
   readonly path: string;
   readonly cluster: string;
 
@@ -60,25 +96,8 @@ export class Journal {
     return out;
   }
 
-  /**
-   * Audit records a run could not append (`record-pending`) and no run has appended since (`recorded` after it), in
-   * order. They are secret-free by construction (the audit schema refuses credentials).
-   */
-  pendingRecords(): { runId: string; record: unknown }[] {
-    const pending = new Map<string, unknown>();
-    for (const e of this.entries()) {
-      if (e.step === 'record-pending') pending.set(e.runId, e.data?.record);
-      else if (e.step === 'recorded') pending.delete(e.runId);
-    }
-    return [...pending].map(([runId, record]) => ({ runId, record }));
-  }
-
   /** Runs that started and have no `finished` entry, oldest first. */
   unfinished(): UnfinishedRun[] {
-    const byRun = new Map<string, JournalEntry[]>();
-    for (const e of this.entries()) byRun.set(e.runId, [...(byRun.get(e.runId) ?? []), e]);
-    return [...byRun]
-      .filter(([, es]) => !es.some((e) => e.step === 'finished'))
-      .map(([runId, es]) => ({ runId, entries: es, lastStep: es.at(-1)?.step ?? 'start' }));
+    return unfinishedRuns(this);
   }
 }

@@ -1,5 +1,6 @@
 import { HandoffOutcome } from '@baton/audit';
 import { type RevokeResult, removeBootstrapLeftover, scanBootstrapObjects } from '@baton/kube';
+import { unfinishedRuns } from '../journal.js';
 import { readReceipt } from '../receipt.js';
 import { checkTakeover } from '../takeover.js';
 import { appendPendingRecords, summaryFrame, takeoverSummary } from './record.js';
@@ -34,13 +35,16 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
   const mayBeKilled =
     run.receipt === undefined ||
     removedByRun.size > 0 ||
-    run.journal.unfinished().some((r) => r.runId !== run.runId && mintedEntry(r) !== undefined);
+    unfinishedRuns(run.journal).some((r) => r.runId !== run.runId && mintedEntry(r) !== undefined);
   const found = mayBeKilled ? await checkTakeover(operator, plan, set, revision) : undefined;
   if (found?.isComplete) {
     run.takeover = found;
     return completeKilledHandoff(run, found, removedByRun, listedAt, revision);
   }
   await recordCrashedRuns(run, removedByRun, revision);
+  run.fact(
+    `revision ${revision.slice(0, 12)}; ${run.leftoversRemoved.length > 0 ? `${run.leftoversRemoved.length} leftover objects removed` : 'nothing left behind'}`,
+  );
   // A signal during preflight or cleanup stops the run before any credential exists.
   run.signal.throwIfAborted();
   return undefined;

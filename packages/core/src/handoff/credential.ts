@@ -50,6 +50,7 @@ export async function confine(run: HandoffRun): Promise<void> {
   run.confinement = { plan: confinement, probeDenied: false };
   await installConfinement(operator, confinement);
   run.confinement.installedAt = run.clock.now();
+  run.fact(`${confinement.allowed.length} objects allowed by ${confinement.name}`);
   run.log.info(
     { policy: confinement.name, planDigest: confinement.planDigest, validations: confinement.validationCount },
     'confined the bootstrap identity to the plan',
@@ -94,7 +95,7 @@ export async function mint(run: HandoffRun): Promise<void> {
   });
   run.identity = identity;
   run.issuedMs = clock.monotonicMs();
-  run.journal.write(run.runId, 'minted', clock.now(), {
+  await run.journal.write(run.runId, 'minted', clock.now(), {
     fingerprint: fullFingerprint(identity.token),
     jti: identity.jti,
     subject: identity.username,
@@ -109,6 +110,7 @@ export async function mint(run: HandoffRun): Promise<void> {
     { subject: identity.username, jti: identity.jti, expiresAt: identity.expiresAt.toISOString() },
     'minted bootstrap credential',
   );
+  run.fact(`${identity.username.split(':').at(-1)}, token until ${identity.expiresAt.toISOString()}`);
   run.startBudget();
   run.bootstrap = clientsFromToken(operator, identity.token);
 }
@@ -164,6 +166,7 @@ export async function scopeCheck(run: HandoffRun): Promise<void> {
     );
   }
   c.probeDenied = true;
+  run.fact('rules exact; a write outside the plan denied');
   run.log.info({ policy: c.plan.name }, 'the confinement denied a write outside the plan');
   run.signal.throwIfAborted();
 }

@@ -41,11 +41,12 @@ export async function revoke(run: HandoffRun): Promise<void> {
         (err, n) => run.log.warn({ attempt: n, err: safeError(err) }, 'revoke failed; retrying'),
       );
       // A run killed from here on is completed by the next one, which needs when the token's Secret went.
-      run.journalSafely('revoked', {
+      await run.journalSafely('revoked', {
         secretDeletedAt: run.revoked.secretDeletedAt.toISOString(),
         ...(run.revoked.secret ? { secretUid: run.revoked.secret.uid } : {}),
       });
       run.log.info({ deleted: run.revoked.deleted.length }, 'revoked bootstrap credential');
+      run.fact(`${run.revoked.deleted.length} objects deleted, the bound Secret first`);
     } catch (err) {
       const expiry = run.identity ? `; the token expires by itself at ${run.identity.expiresAt.toISOString()}` : '';
       run.proofFailure = `revocation failed: ${safeError(err)}${expiry}; run baton revoke once the API server answers`;
@@ -89,6 +90,7 @@ export async function prove(run: HandoffRun): Promise<void> {
     const review = await withDeadline(run.clock, requestMs, 'TokenReview', () => reviewToken(operator, identity.token));
     run.proof = { probeStatus: r.value, review, revokedAt, provedAt: run.clock.now(), proofWaitSeconds };
     if (review.authenticated) run.proofFailure = 'TokenReview still authenticates the revoked token';
+    run.fact(`first 401 after ${proofWaitSeconds} s; TokenReview authenticated=${review.authenticated}`);
     run.log.info(
       { probeStatus: r.value, tokenReviewAuthenticated: review.authenticated, proofWaitSeconds },
       'proved revocation',

@@ -55,6 +55,7 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
     operator.authn.createSelfSubjectReview({ body: {} }),
   );
   run.operatorName = who.status?.userInfo?.username ?? 'unknown';
+  run.fact(`Kubernetes ${version.gitVersion}, operator ${run.operatorName}`);
   try {
     await operator.core.readNamespace({ name: run.plan.batonNamespace });
   } catch (err) {

@@ -55,6 +55,9 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
     );
   }
   c.closedAt = run.clock.now();
+  run.fact(
+    `${run.set!.objects.length} objects pushed; writes denied ${seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime())} s after issue`,
+  );
   run.log.info(
     { policy: c.plan.name, writeWindowSeconds: seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime()) },
     'closed the write window',
@@ -87,6 +90,7 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
   );
   run.controllerReadyAt = run.clock.now();
   run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
+  run.fact(`revision ${rev.slice(0, 12)} applied; ${r.value.ownedObjects.length} objects owned by the controller`);
   run.log.info(
     { readinessSeconds: run.readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },
     'controller took over',

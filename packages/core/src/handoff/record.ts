@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { HandoffRecord } from '@baton/audit';
 import { flattenRules, type KubeClients, type RbacRule } from '@baton/kube';
 import type { AuditAppendResult } from '../audit-sink.js';
+import { pendingRecords } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
 import { type HandoffRun, round, safeError, seconds } from './run.js';
@@ -22,7 +23,7 @@ export async function recordRun(run: HandoffRun): Promise<void> {
   } catch (err) {
     run.log.error({ err: safeError(err) }, 'could not append the audit event');
     // The record is secret-free: the journal keeps it, and the next run appends it (see appendPendingRecords).
-    const kept = record && run.journalSafely('record-pending', { record });
+    const kept = record !== undefined && (await run.journalSafely('record-pending', { record }));
     run.recordFailure = `record failed: ${safeError(err)}${kept ? `; the event is kept in the journal ${run.journal.path} and the next baton up appends it` : ''}`;
     return;
   }
@@ -34,7 +35,7 @@ export async function recordRun(run: HandoffRun): Promise<void> {
  * must not record it twice), then writes the receipt for `runId`.
  */
 async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: AuditAppendResult, runId: string) {
-  run.journalSafely(
+  await run.journalSafely(
     'recorded',
     {
       outcome: record.outcome,
@@ -59,6 +60,7 @@ async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: Audit
       run.clock.now(),
     );
     run.log.info({ auditIndex: audit.index, eventId: audit.eventId, recordedRunId: runId }, 'recorded handoff');
+    if (runId === run.runId) run.fact(`audit event #${audit.index}; receipt written`);
   } catch (err) {
     run.log.error({ err: safeError(err) }, 'could not write the receipt');
     if (runId === run.runId) run.recordFailure = `record failed: ${safeError(err)}`;
@@ -72,7 +74,7 @@ async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: Audit
  * @throws what the audit sink or the receipt write throws (the run then fails before minting).
  */
 export async function appendPendingRecords(run: HandoffRun): Promise<void> {
-  for (const { runId, record } of run.journal.pendingRecords()) {
+  for (const { runId, record } of pendingRecords(run.journal)) {
     const audit = await run.deps.audit.append(record as HandoffRecord);
     run.log.warn({ pendingRunId: runId, auditIndex: audit.index }, 'appended an audit event an earlier run could not');
     await finishRecord(run, record as HandoffRecord, audit, runId);
@@ -211,6 +213,7 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
       user: `${deps.actor.user}${run.operatorName ? ` (${run.operatorName})` : ''}`.slice(0, 253),
       host: deps.actor.host,
       via: deps.actor.via,
+      ...(deps.actor.fleetRunId ? { fleetRunId: deps.actor.fleetRunId } : {}),
     },
     plan: {
       push: {

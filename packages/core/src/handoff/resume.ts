@@ -1,7 +1,7 @@
 import { credentialLiveSeconds, HandoffOutcome, type HandoffRecord } from '@baton/audit';
 import { flattenRules, type RbacRule, type RevokeResult } from '@baton/kube';
 import type { AuditAppendResult } from '../audit-sink.js';
-import type { UnfinishedRun } from '../journal.js';
+import { type UnfinishedRun, unfinishedRuns } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
 import { receiptAuditFields, recordFrame, recordRules, summaryFrame, takeoverSummary } from './record.js';
@@ -49,7 +49,7 @@ export async function recordCrashedRuns(
   rev: string,
   skipRunId?: string,
 ): Promise<void> {
-  for (const killed of run.journal.unfinished()) {
+  for (const killed of unfinishedRuns(run.journal)) {
     if (killed.runId === run.runId || killed.runId === skipRunId) continue;
     const minted = mintedEntry(killed);
     const mintEntry = killed.entries.find((e) => e.step === 'mint')?.data as { revision?: string } | undefined;
@@ -72,7 +72,7 @@ export async function recordCrashedRuns(
         'recorded a crashed run as aborted',
       );
     }
-    run.journalSafely('finished', { outcome: 'aborted', resumedBy: run.runId }, killed.runId);
+    await run.journalSafely('finished', { outcome: 'aborted', resumedBy: run.runId }, killed.runId);
   }
 }
 
@@ -153,7 +153,7 @@ export async function completeKilledHandoff(
   );
   if (k.killed) {
     const outcome = k.recorded?.outcome ?? HandoffOutcome.aborted;
-    run.journalSafely('finished', { outcome, handedOffBy: run.runId }, k.killed.runId);
+    await run.journalSafely('finished', { outcome, handedOffBy: run.runId }, k.killed.runId);
   }
   return {
     ...summaryFrame(run),
@@ -181,7 +181,7 @@ function describeKilledRun(
   listedAt: Date,
   rev: string,
 ): KilledRun {
-  const unfinished = run.journal.unfinished().filter((r) => r.runId !== run.runId);
+  const unfinished = unfinishedRuns(run.journal).filter((r) => r.runId !== run.runId);
   // The latest run that journaled a credential is the one whose push the controller took over.
   const killed = unfinished.findLast((r) => mintedEntry(r) !== undefined);
   const minted = killed ? mintedEntry(killed) : undefined;

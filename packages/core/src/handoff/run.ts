@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { AuditAppendResult } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
 import type { HandoffPlan } from '../handoff-plan.js';
-import { Journal } from '../journal.js';
+import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
@@ -51,12 +51,14 @@ export class HandoffRun {
   readonly deps: HandoffDeps;
   readonly log: Logger;
   readonly clock: Clock;
-  readonly journal: Journal;
+  readonly journal: JournalStore;
   readonly t0: number;
   readonly startedAt: Date;
   readonly durations: Record<string, number> = {};
-  current: HandoffStep | 'validate' = 'validate';
+  current: HandoffStep = 'validate';
   private stepStart: number;
+  private isStepOpen = true;
+  private stepFact: string | undefined;
 
   // validate
   set: ManifestSet | undefined;
@@ -104,7 +106,7 @@ export class HandoffRun {
     this.runId = deps.newRunId();
     this.clock = deps.clock;
     this.log = deps.log.child({ runId: this.runId, cluster: plan.cluster.name });
-    this.journal = new Journal(plan.journalDir, plan.cluster.name);
+    this.journal = deps.journal ?? new Journal(plan.journalDir, plan.cluster.name);
     this.t0 = this.clock.monotonicMs();
     this.stepStart = this.t0;
     this.startedAt = this.clock.now();
@@ -119,7 +121,8 @@ export class HandoffRun {
   async enter(step: HandoffStep, data?: Record<string, unknown>): Promise<void> {
     this.closeStep();
     this.current = step;
-    this.journal.write(this.runId, step, this.clock.now(), data);
+    this.isStepOpen = true;
+    await this.journal.write(this.runId, step, this.clock.now(), data);
     this.log.info({ step }, 'step');
     await this.deps.onStep?.(step);
   }
@@ -128,8 +131,9 @@ export class HandoffRun {
   async enterSafely(step: HandoffStep, data?: Record<string, unknown>): Promise<void> {
     this.closeStep();
     this.current = step;
+    this.isStepOpen = true;
     this.log.info({ step }, 'step');
-    this.journalSafely(step, data);
+    await this.journalSafely(step, data);
     try {
       await this.deps.onStep?.(step);
     } catch (err) {
@@ -138,9 +142,9 @@ export class HandoffRun {
   }
 
   /** Appends to the journal; a failure is logged, never thrown. Returns whether the entry was written. */
-  journalSafely(step: string, data?: Record<string, unknown>, runId = this.runId): boolean {
+  async journalSafely(step: string, data?: Record<string, unknown>, runId = this.runId): Promise<boolean> {
     try {
-      this.journal.write(runId, step, this.clock.now(), data);
+      await this.journal.write(runId, step, this.clock.now(), data);
       return true;
     } catch (err) {
       this.log.error({ step, err: safeError(err) }, 'could not append to the journal');
@@ -168,10 +172,25 @@ export class HandoffRun {
     this.budgetTimer.abort();
   }
 
-  /** Records the duration of the step that is running. */
+  /** The key fact of the running step, for {@link HandoffDeps.onStepDone} (the step view). */
+  fact(text: string): void {
+    this.stepFact = text;
+  }
+
+  /** Records the duration of the step that is running and reports it (once) with its fact. */
   closeStep(): void {
-    this.durations[this.current] = Math.round(this.clock.monotonicMs() - this.stepStart);
+    const ms = Math.round(this.clock.monotonicMs() - this.stepStart);
+    this.durations[this.current] = ms;
     this.stepStart = this.clock.monotonicMs();
+    if (!this.isStepOpen) return;
+    this.isStepOpen = false;
+    const fact = this.stepFact;
+    this.stepFact = undefined;
+    try {
+      this.deps.onStepDone?.(this.current, ms, fact);
+    } catch (err) {
+      this.log.error({ err: safeError(err) }, 'onStepDone hook failed');
+    }
   }
 
   /** Notes how the pushing part failed: the step it was in and the reason (the signal's, for an aborted wait). */

@@ -3,6 +3,7 @@ import type { KubeClients, RbacRule } from '@baton/kube';
 import type { Logger } from 'pino';
 import type { AuditAppendResult, AuditSink } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
+import type { JournalStore } from '../journal.js';
 
 /** Who runs the handoff. */
 export interface HandoffActor {
@@ -11,6 +12,8 @@ export interface HandoffActor {
   readonly host: string;
   readonly pid: number;
   readonly via: 'cli' | 'pulumi' | 'fleet';
+  /** The fleet run this handoff belongs to, when a fleet pipeline runs it. */
+  readonly fleetRunId?: string;
 }
 
 /** Collaborators of {@link runHandoff}; entry points wire the real ones, tests swap them. */
@@ -43,6 +46,13 @@ export interface HandoffDeps {
   readonly confinementTimeoutMs?: number;
   /** How long one API request of the revoke may hang before it is retried, in ms. @default 10000 */
   readonly requestTimeoutMs?: number;
+  /**
+   * Where the step journal lives. @default the plan's `journalDir` on this machine. The fleet's Job engine keeps it
+   * on the management cluster, so a replacement pod resumes where a killed one stopped.
+   */
+  readonly journal?: JournalStore;
+  /** Called as each step ends, with its duration and its key fact (rules computed, objects pushed, first 401 …). */
+  readonly onStepDone?: (step: HandoffStep, durationMs: number, fact: string | undefined) => void;
 }
 
 /** The steps of a handoff, in order. */
