@@ -76,12 +76,12 @@ export const FleetRecordSchema = z
       issue(['finishedAt'], 'must not be before startedAt');
     const total = r.waves.reduce((n, w) => n + w.clusters.length, 0);
     if (total > 5000) issue(['waves'], 'may list at most 5000 clusters in all');
-    r.waves.forEach((w, i) =>
-      w.clusters.forEach((c, j) => {
+    for (const [i, w] of r.waves.entries()) {
+      for (const [j, c] of w.clusters.entries()) {
         if (finished && c.status === undefined)
           issue(['waves', i, 'clusters', j, 'status'], 'is required in fleet-finished');
-      }),
-    );
+      }
+    }
   })
   .describe('baton fleet record: the in-toto predicate of dev.baton.fleet.v1 events');
 
