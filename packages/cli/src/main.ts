@@ -33,6 +33,11 @@ export const NOUNS = {
     summary: 'show the handoff receipt the cluster carries (ConfigMap baton-receipt)',
     load: async () => (await import('./status/command.js')).statusCommand(),
   },
+  fleet: {
+    summary:
+      'hand off many clusters in waves with a failure budget, in-process or as Indexed Jobs on a management cluster',
+    load: async () => (await import('./fleet/command.js')).fleetCommand(),
+  },
 } as const satisfies Record<string, { summary: string; load: () => Promise<Parameters<Command['addCommand']>[0]> }>;
 
 /**

@@ -1,6 +1,8 @@
 // The public API of @baton/fleet. Everything else is internal.
 export type { FleetTarget, KubeconfigSource } from './cluster-plans.js';
 export { deepMerge, renderTargets } from './cluster-plans.js';
+export type { FleetAudit, FleetAuditOptions } from './fleet-audit.js';
+export { openFleetAudit } from './fleet-audit.js';
 export type { FleetCluster, FleetFile, LoadedFleet, PlanTemplate } from './fleet-file.js';
 export {
   FleetFileSchema,
@@ -9,6 +11,10 @@ export {
   PlanTemplateSchema,
   parseFleetText,
 } from './fleet-file.js';
+export type { RecordedFleetOptions, RecordedFleetResult, RecordedSummary } from './fleet-run.js';
+export { newFleetRunId, runRecordedFleet } from './fleet-run.js';
+export type { LocalEngineOptions } from './local-engine.js';
+export { attemptOf, localHandoff, operatorKubeconfigPath, targetClients } from './local-engine.js';
 export type {
   AttemptOutcome,
   AttemptResult,

@@ -101,7 +101,7 @@ describe.each([
 
   it('the next baton up mints nothing, pushes nothing and completes the handoff', async () => {
     const { cluster, env } = h;
-    const { summary, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { summary, text } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     resumed = summary;
     resumedText = text;
     expect(summary.outcome, summary.error).toBe('handed-off');
@@ -184,7 +184,7 @@ describe.each([
     });
     // The receipt says when the token's death was not proven by a request.
     expect(cm.data?.revocationProof === undefined).toBe(hadRecorded);
-    const { summary: third, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { summary: third, text } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     expect(third.outcome, third.error).toBe('already-handed-off');
     expect(third.error).toBeUndefined();
     expect(third.credential).toBeUndefined();

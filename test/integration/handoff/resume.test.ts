@@ -37,7 +37,7 @@ describe('a run killed with kill -9', () => {
   it('leaves a live bootstrap credential and the lock behind', async () => {
     const child = spawn(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json', '--verbose'],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -68,7 +68,7 @@ describe('a run killed with kill -9', () => {
 
   it('the next baton up removes the leftovers, takes over the dead holder’s lock and completes the handoff', async () => {
     controller = startControllerFor(env, cluster.kubeconfigPath);
-    const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     const s = JSON.parse(stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('handed-off');
     expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
