@@ -76,6 +76,7 @@ export const JobSettingsSchema = z.strictObject({
   image: z.string().min(1).describe('image that runs `baton fleet shard`'),
   namespace: Name.default('baton-fleet').describe('namespace of the Jobs, journals and kubeconfig Secrets'),
   serviceAccountName: Name.default('baton-fleet-shard').describe('identity of the shard pods'),
+  podLabels: z.record(z.string(), LabelValue).optional().describe('extra labels on the shard pods'),
 });
 
 /** `fleet.yaml`: many clusters handed off in waves, with a failure budget. */

@@ -5,7 +5,7 @@ import type { AuditAppendResult, Clock } from '@baton/core';
 import type { FleetTarget } from './cluster-plans.js';
 import type { FleetAudit } from './fleet-audit.js';
 import type { LoadedFleet } from './fleet-file.js';
-import { type ClusterResult, type FleetResult, type RunFleetOptions, runFleet } from './orchestrator.js';
+import type { ClusterResult, FleetResult } from './orchestrator.js';
 import type { Shard, Wave } from './waves.js';
 
 /** What an engine's summary of one cluster may say about its audit event. */
@@ -15,9 +15,13 @@ export interface RecordedSummary {
 }
 
 /** Options of {@link runRecordedFleet}. */
-export interface RecordedFleetOptions<S extends RecordedSummary>
-  extends Omit<RunFleetOptions<FleetTarget, S>, 'waves'> {
+export interface RecordedFleetOptions<S extends RecordedSummary> {
   readonly fleet: LoadedFleet;
+  /** Runs the waves (runFleet for the local engine, runJobFleet for the Job engine). */
+  readonly execute: () => Promise<FleetResult<S>>;
+  readonly concurrency: number;
+  readonly budget: number;
+  readonly retries: number;
   /** The waves this run hands off (after --shard). */
   readonly waves: readonly Wave<FleetTarget>[];
   readonly shard: Shard | undefined;
@@ -68,7 +72,7 @@ export async function runRecordedFleet<S extends RecordedSummary>(
     phase: 'started',
     waves: o.waves.map((w) => ({ index: w.index, name: w.name, clusters: w.clusters.map((c) => ({ name: c.name })) })),
   });
-  const result = await runFleet<FleetTarget, S>({ ...o, waves: o.waves });
+  const result = await o.execute();
   const record: FleetRecord = {
     ...frame,
     phase: 'finished',

@@ -13,6 +13,14 @@ export {
 } from './fleet-file.js';
 export type { RecordedFleetOptions, RecordedFleetResult, RecordedSummary } from './fleet-run.js';
 export { newFleetRunId, runRecordedFleet } from './fleet-run.js';
+export type { JobFleetOptions, ShardTarget } from './job-engine/run-jobs.js';
+export { runJobFleet } from './job-engine/run-jobs.js';
+export type { ShardOptions } from './job-engine/shard.js';
+export { runShard } from './job-engine/shard.js';
+export type { TargetJournalData } from './job-engine/target-journal.js';
+export { journalName, mergeJournal, TargetJournal } from './job-engine/target-journal.js';
+export type { WaveJobOptions } from './job-engine/wave-job.js';
+export { buildWaveJob, FLEET_RUN_LABEL, parseIndexes, SHARD_CONFIG_ERROR_EXIT } from './job-engine/wave-job.js';
 export type { LocalEngineOptions } from './local-engine.js';
 export { attemptOf, localHandoff, operatorKubeconfigPath, targetClients } from './local-engine.js';
 export type {

@@ -5,6 +5,7 @@ import { ConfigError, TimeoutError } from '@baton/errors';
 import {
   assignWaves,
   budgetCount,
+  type FleetProgressEvent,
   type FleetResult,
   type FleetTarget,
   fleetExitCode,
@@ -15,13 +16,15 @@ import {
   operatorKubeconfigPath,
   parseShard,
   renderTargets,
+  runFleet,
+  runJobFleet,
   runRecordedFleet,
   shardWaves,
   targetClients,
   type Wave,
 } from '@baton/fleet';
 import { budgetText, createFleetView, createRunLog, type PlanFacts, planFacts } from '@baton/fleet/progress';
-import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
+import { clientsFromKubeconfigFile } from '@baton/kube';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { intArg } from '../audit/cli-io.js';
@@ -96,18 +99,54 @@ export function fleetUpCommand() {
       const operatorKubeconfig = operatorKubeconfigPath(o.kubeconfig, process.env);
       let result: FleetResult<HandoffSummary> | undefined;
       try {
-        const handoff =
+        const common = {
+          waves,
+          concurrency,
+          budget,
+          retries: fleet.fleet.retries,
+          clock: systemClock,
+          signal: ac.signal,
+          onEvent: (e: FleetProgressEvent) => view.onEvent(e),
+        };
+        const execute =
           o.engine === 'local'
-            ? localHandoff({
-                depsFor: async (t, signal) => ({
-                  ...cliHandoffDeps(t.loaded, await targetClients(t, { operatorKubeconfig, management }), log, signal),
-                  audit: audit.sink,
-                  actor: { user: safeUser(), host: hostname(), pid: process.pid, via: 'fleet' },
-                  onStep: (step) => view.onStep(t.name, step),
-                }),
-              })
-            : await jobHandoff(management!);
+            ? () =>
+                runFleet<FleetTarget, HandoffSummary>({
+                  ...common,
+                  handoff: localHandoff({
+                    depsFor: async (t, signal) => ({
+                      ...cliHandoffDeps(
+                        t.loaded,
+                        await targetClients(t, { operatorKubeconfig, management }),
+                        log,
+                        signal,
+                      ),
+                      audit: audit.sink,
+                      actor: { user: safeUser(), host: hostname(), pid: process.pid, via: 'fleet' },
+                      onStep: (step) => view.onStep(t.name, step),
+                    }),
+                  }),
+                })
+            : () => {
+                const job = fleet.fleet.job;
+                if (!job)
+                  throw new ConfigError(
+                    `${fleet.file}: --engine job needs a job section (image, namespace, serviceAccountName) in the fleet file`,
+                  );
+                return runJobFleet({
+                  ...common,
+                  log,
+                  management: management!,
+                  namespace: job.namespace,
+                  image: job.image,
+                  serviceAccountName: job.serviceAccountName,
+                  ...(job.podLabels ? { podLabels: job.podLabels } : {}),
+                  fleetRunId,
+                  sink: audit.sink,
+                });
+              };
         const run = await runRecordedFleet<HandoffSummary>({
+          execute,
           fleet,
           waves,
           shard,
@@ -119,9 +158,6 @@ export function fleetUpCommand() {
           concurrency,
           budget,
           retries: fleet.fleet.retries,
-          handoff,
-          signal: ac.signal,
-          onEvent: (e) => view.onEvent(e),
         });
         result = run.result;
         await view.close(result);
@@ -135,11 +171,6 @@ export function fleetUpCommand() {
         await audit.close();
       }
     });
-}
-
-// The Job engine is wired in jobHandoff once it exists; until then --engine job is refused clearly.
-async function jobHandoff(_management: KubeClients): Promise<never> {
-  throw new ConfigError('--engine job is not available in this build; use --engine local');
 }
 
 function printResult(
