@@ -36,6 +36,8 @@ export interface ShardOptions {
   readonly recordTimeoutMs?: number;
   /** How often the local journal is copied to the management cluster between steps. @default 250 */
   readonly syncIntervalMs?: number;
+  /** Called as each step starts, once its journal entry is on the management cluster (tests hold a shard there). */
+  readonly onStep?: (step: string, cluster: string) => void | Promise<void>;
 }
 
 /**
@@ -80,7 +82,10 @@ export async function runShard(o: ShardOptions): Promise<number> {
         clock: o.clock,
         log: o.log,
         audit: remoteSink(journal, o.clock, o.recordTimeoutMs ?? 300_000),
-        onStep: () => sync(),
+        onStep: async (step) => {
+          await sync();
+          await o.onStep?.(step, target.cluster);
+        },
       });
     } finally {
       clearInterval(timer);
