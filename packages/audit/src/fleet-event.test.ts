@@ -105,7 +105,11 @@ describe('fleet events', () => {
     const fleetEvents: DecodedFleetEntry[] = [];
     const builder = new ReportBuilder();
     const handoffIndexes: number[] = [];
-    for await (const e of readEntries(path, { onFleetEvent: (f) => (fleetEvents.push(f), builder.addFleet(f)) })) {
+    const onFleetEvent = (f: DecodedFleetEntry) => {
+      fleetEvents.push(f);
+      builder.addFleet(f);
+    };
+    for await (const e of readEntries(path, { onFleetEvent })) {
       handoffIndexes.push(e.index);
       builder.add(e);
     }
