@@ -161,6 +161,9 @@ function liveFleetView(
     {
       concurrent: false,
       exitOnError: false,
+      // The caller chose the live view because its stream is a terminal (stdout may be piped for -o json).
+      fallbackRendererCondition: false,
+      silentRendererCondition: false,
       rendererOptions: {
         logger: new ListrLogger({ processOutput: new ProcessOutput(o.out, o.out) }),
         collapseSubtasks: false,

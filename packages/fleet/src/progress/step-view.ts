@@ -100,6 +100,9 @@ function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number): 
       // Every step waits for its own start, so a step a run skips (cleanup on a handed-off cluster) blocks nothing.
       concurrent: true,
       exitOnError: false,
+      // The caller chose the live view because its stream is a terminal (stdout may be piped for -o json).
+      fallbackRendererCondition: false,
+      silentRendererCondition: false,
       rendererOptions: {
         logger: new ListrLogger({ processOutput: new ProcessOutput(o.out, o.out) }),
         collapseSkips: false,
