@@ -71,6 +71,18 @@ export function fleetUpCommand() {
       if (o.engine === 'job' && !management)
         throw new ConfigError('--engine job needs --management-kubeconfig: the Jobs run on the management cluster');
 
+      const operatorKubeconfig = operatorKubeconfigPath(o.kubeconfig, process.env);
+      // Every cluster's credential source must resolve before anything starts (a missing context or Secret is bad
+      // input, not a failed handoff).
+      if (o.engine === 'local') {
+        for (const t of mine)
+          await targetClients(t, { operatorKubeconfig, management }).catch((err: unknown) => {
+            if (err instanceof ConfigError && !err.message.includes(`cluster "${t.name}"`))
+              throw new ConfigError(`${fleet.file}: cluster "${t.name}": ${err.message}`, { cause: err });
+            throw err;
+          });
+      }
+
       const now = systemClock.now();
       const fleetRunId = newFleetRunId(now);
       const first = mine[0] ?? targets[0]!;
@@ -96,7 +108,6 @@ export function fleetUpCommand() {
         () => ac.abort(new TimeoutError(`baton fleet up --timeout ${o.timeout} reached`)),
         timeoutMs,
       );
-      const operatorKubeconfig = operatorKubeconfigPath(o.kubeconfig, process.env);
       let result: FleetResult<HandoffSummary> | undefined;
       try {
         const common = {
