@@ -74,6 +74,8 @@ export function createFleetView(o: FleetViewOptions): FleetView {
           );
         else if (e.type === 'cluster-finished') {
           if (e.result.status === 'failed' || e.result.status === 'aborted') budget.failed++;
+          const last = tracker(e.result.name).finish(undefined, now());
+          if (last && showSteps) line(`  [${e.result.name}] ${formatStep(last)}`);
           line(clusterLine(e.result));
         } else if (e.type === 'wave-finished')
           line(`wave ${e.wave + 1}/${o.waves.length} ${e.name} finished; ${budgetText(e.budget)}`);

@@ -107,6 +107,7 @@ describe('step view', () => {
       [
         'wave 1/1 canary: 1 cluster(s); failed 0 of budget 2',
         '  [a] validate          0 ms',
+        '  [a] push              0 ms',
         'a failed at push: denied (3.0 s after 2 attempts)',
         'wave 1/1 canary finished; failed 1 of budget 2',
         '',
