@@ -53,7 +53,8 @@ export class Controllers {
         serviceAccount: p.controller.serviceAccount,
         deployment: p.controller.name,
         statusName: p.controller.status.name,
-        intervalMs: 1000,
+        // Each reconcile clones the repository: 8 of them every second would load the machine for nothing.
+        intervalMs: 2000,
       }),
     );
   }
