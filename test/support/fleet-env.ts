@@ -64,6 +64,12 @@ export class Controllers {
     this.#running.delete(name);
   }
 
+  /** Stops and starts it again: after a reset its ServiceAccount is new, and the old token no longer works. */
+  async restart(name: string): Promise<void> {
+    await this.stop(name);
+    this.start(name);
+  }
+
   async stopAll(): Promise<void> {
     await Promise.all([...this.#running.keys()].map((n) => this.stop(n)));
   }

@@ -95,7 +95,10 @@ beforeAll(async () => {
         stringData: { value: readFileSync(t.kubeconfigPath, 'utf8') },
       },
     });
-  env = await createHandoffEnv({ kubeconfigPath: targets[0]!.kubeconfigPath });
+  env = await createHandoffEnv({
+    kubeconfigPath: targets[0]!.kubeconfigPath,
+    plan: { takeover: { timeoutSeconds: 300 }, push: { budgetSeconds: 300 } },
+  });
   controllers = new Controllers(env, targets);
   for (const t of targets) controllers.start(t.name);
   holdFile = join(env.dir, 'hold.json');

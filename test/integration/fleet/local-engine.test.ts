@@ -60,7 +60,7 @@ beforeAll(async () => {
   clusters = await startClusters(8, `fleet-${process.pid}`);
   env = await createHandoffEnv({
     kubeconfigPath: clusters[0]!.kubeconfigPath,
-    plan: { takeover: { timeoutSeconds: 300 } },
+    plan: { takeover: { timeoutSeconds: 300 }, push: { budgetSeconds: 300 } },
   });
   controllers = new Controllers(env, clusters);
   for (const n of names()) controllers.start(n);
@@ -146,6 +146,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
       const four = clusters.slice(0, 4);
       for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
       await controllers.stop(four[0]!.name);
+      for (const c of four.slice(1)) await controllers.restart(c.name);
       const since = Date.now();
       const stuck = { [four[0]!.name]: { takeover: { timeoutSeconds: 10 } } };
 
@@ -203,6 +204,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     async () => {
       const four = clusters.slice(4);
       for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
+      await controllers.restart(four[0]!.name);
       const since = Date.now();
       // Wave 2's controllers are held back, so its handoffs are caught waiting in the takeover when the kill comes.
       for (const c of four.slice(1)) await controllers.stop(c.name);
