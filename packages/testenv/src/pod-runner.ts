@@ -159,7 +159,9 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caData } }],
-        users: [{ name: 'u', user: { tokenFile: join(dir, 'token') } }],
+        // A Job's pod runs once and briefly: its token goes inline, which every client reads (client-node ignores
+        // tokenFile); a long-running pod re-reads its token file as it rotates.
+        users: [{ name: 'u', user: isJob ? { token } : { tokenFile: join(dir, 'token') } }],
         contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
         'current-context': 'c',
       }),
@@ -247,11 +249,8 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
     for (const [key, e] of entries) {
       const pod = want.get(key);
       if (isJob && !e.proc.isRunning) {
+        // Its log stays (for the test that reads it) until the runner stops; the process is never restarted.
         if (!e.reported) await reportExit(e);
-        if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
-          entries.delete(key);
-          await rm(e.dir, { recursive: true, force: true });
-        }
         continue;
       }
       if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
