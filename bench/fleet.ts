@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createFakeClock, type HandoffSummary, silentLogger, systemClock } from '@baton/core';
+import { createFakeClock, createHandoffDeps, type HandoffSummary, silentLogger, systemClock } from '@baton/core';
 import {
   type AttemptResult,
   type FleetTarget,
@@ -171,16 +171,11 @@ async function real() {
           retries: 0,
           clock: systemClock,
           handoff: localHandoff({
-            depsFor: async (t) => ({
-              operator: clientsFromKubeconfigFile(t.loaded.plan.cluster.kubeconfig!),
-              clock: systemClock,
-              log: silentLogger(),
-              audit: audit.sink,
-              actor: { user: 'bench', host: hostname(), pid: process.pid, via: 'fleet' },
-              newRunId: () => `bench-${t.name}-${i}-${concurrency}-${Date.now().toString(36)}`,
-              isPidAlive: () => true,
-              resolveRevision: async () => env.revision,
-            }),
+            depsFor: async (t) =>
+              createHandoffDeps(t.loaded, clientsFromKubeconfigFile(t.loaded.plan.cluster.kubeconfig!), {
+                via: 'fleet',
+                overrides: { log: silentLogger(), audit: audit.sink, resolveRevision: async () => env.revision },
+              }),
           }),
         });
         const seconds = (performance.now() - t0) / 1000;

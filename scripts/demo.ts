@@ -4,7 +4,7 @@
 //   pnpm demo -- --test-controller   hand off to the small test profile and its in-process helper instead
 // By default the push installs bootstrap-manifests/baton-controller; kwok runs no containers, so testenv's pod
 // runner plays kubelet for the controller image (packages/controller/src/main.ts with its pod's token).
-import { createLogger } from '@baton/core';
+import { createLogger, type HandoffSummary } from '@baton/core';
 import { startLocalHandoff } from '../test/support/local-handoff.js';
 
 const args = process.argv.slice(2);
@@ -38,6 +38,7 @@ try {
       kept: keep,
     },
     credential: s.credential,
+    confinement: s.confinement,
     proof: s.proof,
     readinessSeconds: s.readinessSeconds,
     overheadSeconds: s.overheadSeconds,
@@ -63,6 +64,7 @@ try {
         `bootstrap identity: ${c?.subject} (${c?.fingerprint}, jti ${c?.jti})`,
         `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
         `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
+        confinedLine(s.confinement, c?.writeWindowSeconds),
         `readiness wait:     ${s.readinessSeconds} s; orchestration overhead ${s.overheadSeconds} s`,
         `proof:              HTTP ${s.proof?.probeStatus} with the old token; TokenReview authenticated=${s.proof?.tokenReviewAuthenticated} at ${s.proof?.provedAt}`,
         `audit:              ${local.env.auditLogPath} #${s.audit?.index} (verify: pnpm baton audit verify ${local.env.auditLogPath} --keys ${local.env.keysPath})`,
@@ -80,3 +82,10 @@ try {
     );
 }
 process.exitCode = exitCode;
+
+/** "confined to the plan" only when the policy denied a write outside the plan and closed after the push. */
+function confinedLine(c: HandoffSummary['confinement'], writeWindowSeconds: number | undefined): string {
+  if (!c) return 'confinement:        none (the run ended before it was installed)';
+  if (!c.probeDenied) return `confinement:        NOT proven: ${c.policyName} did not deny a write outside the plan`;
+  return `confined to the plan: ${c.allowed.length} objects (${c.planDigest.slice(0, 19)}…) by ${c.policyName}; writes ended ${writeWindowSeconds} s after issue${c.closedAt ? '' : ' (never closed)'}`;
+}

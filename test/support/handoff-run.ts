@@ -71,8 +71,8 @@ export function auditEventsBy(auditLogPath: string, username: string): ApiAuditE
 }
 
 /**
- * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource): one per credential
- * minted. `sinceMs` leaves out earlier requests (a cluster reused across cases).
+ * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource, not the
+ * confinement's dry-run probe): one per credential minted. `sinceMs` leaves out earlier requests (a cluster reused across cases).
  */
 export function bootstrapMints(auditLogPath: string, sinceMs = 0): ApiAuditEvent[] {
   return readFileSync(auditLogPath, 'utf8')
@@ -85,6 +85,7 @@ export function bootstrapMints(auditLogPath: string, sinceMs = 0): ApiAuditEvent
         e.verb === 'create' &&
         e.objectRef?.resource === 'serviceaccounts' &&
         e.objectRef.subresource === undefined &&
+        !e.requestURI.includes('dryRun=') &&
         e.objectRef.name?.startsWith('baton-bootstrap-') === true &&
         Date.parse(e.requestReceivedTimestamp) >= sinceMs,
     );

@@ -65,3 +65,36 @@ export async function eventually(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** ValidatingAdmissionPolicies and bindings that carry baton's bootstrap labels (a confinement left behind). */
+export async function confinementsLeft(c: { objects: k8s.KubernetesObjectApi }): Promise<string[]> {
+  const out: string[] = [];
+  for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']) {
+    const list = await c.objects.list(
+      'admissionregistration.k8s.io/v1',
+      kind,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'baton.dev/component=bootstrap-credential',
+    );
+    for (const o of list.items) out.push(`${kind}/${o.metadata?.name}`);
+  }
+  return out;
+}
+
+/**
+ * Deletes a namespace and waits until it is gone (the controller-manager finalizes it): a later handoff on the same
+ * cluster then pushes into a clean namespace, not over an earlier controller's objects.
+ */
+export async function deleteNamespaceAndWait(kubeconfigPath: string, name: string, timeoutMs = 60_000): Promise<void> {
+  const admin = adminClients(kubeconfigPath);
+  await admin.core.deleteNamespace({ name }).catch(() => {});
+  await eventually(
+    async () => (await statusOfCall(() => admin.core.readNamespace({ name }))) === 404,
+    timeoutMs,
+    `namespace ${name} deleted`,
+  );
+}

@@ -94,6 +94,24 @@ export const CredentialSchema = z.strictObject({
   expiresAt: Timestamp,
   revokedAt: Timestamp.nullable().describe('null when the credential was not revoked (it lives until expiresAt)'),
   liveSeconds: z.number().nonnegative().describe('seconds from issuedAt to min(revokedAt, expiresAt)'),
+  writeWindowSeconds: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe('seconds from issuedAt until admission denied every write by the credential (the push was over)'),
+});
+
+/** The admission-level confinement of the bootstrap identity to the plan. */
+export const ConfinementSchema = z.strictObject({
+  method: z.literal('validating-admission-policy'),
+  policyName: Name.describe('the ValidatingAdmissionPolicy (and binding) that confined the identity'),
+  planDigest: Sha256Digest.describe('the manifest set the policy allowed, and nothing else'),
+  allowedObjectCount: z.number().int().nonnegative(),
+  allowedObjects: z.array(z.string().min(1).max(512)).max(64).describe('sample of the writes allowed'),
+  probeDenied: z.boolean().describe('a write outside the plan, made with the credential before the push, was denied'),
+  installedAt: Timestamp,
+  closedAt: Timestamp.nullable().describe('when the policy was switched to deny every write (end of the push)'),
+  removedAt: Timestamp.nullable().describe('when the policy was deleted, after the revocation was proven'),
 });
 
 /** Evidence that the pull controller took over. */
@@ -159,6 +177,9 @@ export const HandoffRecordSchema = z
     finishedAt: Timestamp.describe('the CloudEvent time'),
     plan: PlanSchema,
     credential: CredentialSchema.optional().describe('absent when the run ended before a credential was minted'),
+    confinement: ConfinementSchema.optional().describe(
+      'absent when the run ended before the confinement was installed',
+    ),
     readiness: ReadinessSchema.optional().describe('absent when the controller never became ready'),
     revocation: RevocationSchema.optional().describe('absent when the run ended before revocation'),
     stepDurationsMs: z

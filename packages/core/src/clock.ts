@@ -83,3 +83,49 @@ export async function pollUntil<T>(
     await options.clock.sleep(options.intervalMs ?? 250, options.signal);
   }
 }
+
+/**
+ * Runs `call`, giving up after `ms` on the injected clock: a request to an API server that stopped answering
+ * (a hung socket) must not stall a revoke that can be retried.
+ * @throws {TimeoutError} naming `what` when the deadline passes first; otherwise what `call` throws.
+ */
+export async function withDeadline<T>(clock: Clock, ms: number, what: string, call: () => Promise<T>): Promise<T> {
+  const stop = new AbortController();
+  const deadline = clock.sleep(ms, stop.signal).then(
+    () => {
+      throw new TimeoutError(`${what} got no answer within ${Math.round(ms / 1000)} s`);
+    },
+    () => undefined as never,
+  );
+  try {
+    return await Promise.race([call(), deadline]);
+  } finally {
+    stop.abort();
+  }
+}
+
+/**
+ * Calls `attempt` until it succeeds, backing off from `firstDelayMs` (doubling, at most `maxDelayMs`) until
+ * `deadlineMs` of the injected clock's monotonic time.
+ * @throws the last error when the deadline passes.
+ */
+export async function retryUntil<T>(
+  clock: Clock,
+  deadlineMs: number,
+  attempt: (n: number) => Promise<T>,
+  onRetry: (err: unknown, n: number) => void = () => {},
+  firstDelayMs = 500,
+  maxDelayMs = 8000,
+): Promise<T> {
+  let delay = firstDelayMs;
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      if (clock.monotonicMs() + delay > deadlineMs) throw err;
+      onRetry(err, n);
+      await clock.sleep(delay);
+      delay = Math.min(delay * 2, maxDelayMs);
+    }
+  }
+}

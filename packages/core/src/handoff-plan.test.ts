@@ -47,6 +47,12 @@ describe('handoff plan', () => {
     expect(() => parseHandoffPlan(both, 'p.yaml')).not.toThrow(/not-a-real-secret/);
   });
 
+  it('refuses a push field manager equal to the controller one (ownership would prove nothing)', () => {
+    const { plan } = loadHandoffPlan(fixture);
+    const same = { ...plan, push: { ...plan.push, fieldManager: 'baton-controller' } };
+    expect(() => parseHandoffPlan(same, 'p.yaml')).toThrow(/controller\.fieldManager.*must differ/);
+  });
+
   it('caps the push window at the token lifetime (600 s)', () => {
     const { plan } = loadHandoffPlan(fixture);
     expect(() => parseHandoffPlan({ ...plan, push: { ...plan.push, budgetSeconds: 601 } }, 'p.yaml')).toThrow(

@@ -123,6 +123,11 @@ export const HandoffPlanSchema = z
     }),
     journalDir: z.string().default('.baton/journal').describe('local step journal (relative to the plan)'),
   })
+  .refine((p) => p.push.fieldManager !== p.controller.fieldManager, {
+    message:
+      'push.fieldManager and controller.fieldManager must differ: the takeover is proven by the controller owning what the push wrote, which a shared name would fake',
+    path: ['controller', 'fieldManager'],
+  })
   .describe('baton handoff plan');
 
 /** A validated handoff plan with defaults applied. */

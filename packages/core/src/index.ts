@@ -2,11 +2,22 @@
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
 export { openAuditSink } from './audit-sink.js';
 export type { Clock, FakeClock, PollOptions } from './clock.js';
-export { createFakeClock, pollUntil, systemClock } from './clock.js';
+export { createFakeClock, pollUntil, retryUntil, systemClock, withDeadline } from './clock.js';
 export type { GitAuth } from './git-revision.js';
 export { resolveGitRevision } from './git-revision.js';
-export type { HandoffActor, HandoffDeps, HandoffResultOutcome, HandoffSummary } from './handoff.js';
-export { fullFingerprint, HandoffStep, runHandoff } from './handoff.js';
+export type { CreateHandoffDepsOptions } from './handoff/deps.js';
+export { createHandoffDeps, isPidAlive, newRunId } from './handoff/deps.js';
+export { fullFingerprint } from './handoff/record.js';
+export type {
+  ConfinementSummary,
+  HandoffActor,
+  HandoffDeps,
+  HandoffResultOutcome,
+  HandoffSummary,
+  ResumedRun,
+} from './handoff/types.js';
+export { HandoffStep } from './handoff/types.js';
+export { runHandoff } from './handoff.js';
 export type { HandoffPlan, HandoffPlanInput, LoadedPlan } from './handoff-plan.js';
 export { HandoffPlanSchema, handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';
@@ -15,6 +26,8 @@ export type { CreateLoggerOptions, Logger } from './logger.js';
 export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.js';
 export type { ManifestObject, ManifestSet } from './manifest-set.js';
 export { APPLY_ORDER, loadManifestSet, planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
+export type { HandoffPreview } from './preview.js';
+export { previewHandoff } from './preview.js';
 export type { Receipt } from './receipt.js';
 export { RECEIPT_NAME, readReceipt, writeReceipt } from './receipt.js';
 export type { TakeoverState } from './takeover.js';

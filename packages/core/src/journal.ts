@@ -60,6 +60,19 @@ export class Journal {
     return out;
   }
 
+  /**
+   * Audit records a run could not append (`record-pending`) and no run has appended since (`recorded` after it), in
+   * order. They are secret-free by construction (the audit schema refuses credentials).
+   */
+  pendingRecords(): { runId: string; record: unknown }[] {
+    const pending = new Map<string, unknown>();
+    for (const e of this.entries()) {
+      if (e.step === 'record-pending') pending.set(e.runId, e.data?.record);
+      else if (e.step === 'recorded') pending.delete(e.runId);
+    }
+    return [...pending].map(([runId, record]) => ({ runId, record }));
+  }
+
   /** Runs that started and have no `finished` entry, oldest first. */
   unfinished(): UnfinishedRun[] {
     const byRun = new Map<string, JournalEntry[]>();

@@ -4,6 +4,7 @@ export const ErrorCode = {
   kubeApi: 'kube-api',
   timeout: 'timeout',
   revocation: 'revocation',
+  confinement: 'confinement',
   auditVerify: 'audit-verify',
   process: 'process',
   build: 'build',
@@ -62,6 +63,16 @@ export class TimeoutError extends BatonError {
 export class RevocationError extends BatonError {
   constructor(message: string, options: BatonErrorOptions = {}) {
     super(ErrorCode.revocation, message, options);
+  }
+}
+
+/**
+ * The bootstrap identity could not be confined to the plan at admission (the policy could not be installed, or a
+ * probe write outside the plan was not denied): the run fails closed, pushing nothing.
+ */
+export class ConfinementError extends BatonError {
+  constructor(message: string, options: BatonErrorOptions = {}) {
+    super(ErrorCode.confinement, message, options);
   }
 }
 

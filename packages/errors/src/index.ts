@@ -4,6 +4,7 @@ export {
   BatonError,
   BuildError,
   ConfigError,
+  ConfinementError,
   ErrorCode,
   isBatonError,
   KubeApiError,

@@ -12,7 +12,10 @@ const LabelValue = z.string().max(63);
  * A handoff plan without its cluster: what every cluster of the fleet shares. Strings may hold `{{name}}` (the
  * cluster's name) and `{{labels.KEY}}` (one of its labels); a section given here is a complete section of the plan.
  */
-export const PlanTemplateSchema = HandoffPlanSchema.omit({ apiVersion: true, kind: true, cluster: true })
+// Built from the plan's shape: the plan's own refinements (across sections) run when each cluster's plan is parsed.
+const { apiVersion: _apiVersion, kind: _kind, cluster: _cluster, ...templateShape } = HandoffPlanSchema.shape;
+export const PlanTemplateSchema = z
+  .strictObject(templateShape)
   .partial()
   .describe(
     'a handoff plan without cluster: strings may hold {{name}} and {{labels.KEY}}; sections given are complete',

@@ -1,5 +1,11 @@
 // The public API of @baton/kube. Everything else is internal.
-export type { BootstrapIdentity, BootstrapIdentityRef, MintOptions, RevokeResult } from './bootstrap-identity.js';
+export type {
+  BootstrapIdentity,
+  BootstrapIdentityRef,
+  BootstrapScan,
+  MintOptions,
+  RevokeResult,
+} from './bootstrap-identity.js';
 export {
   BOOTSTRAP_COMPONENT,
   BOOTSTRAP_COMPONENT_LABEL,
@@ -8,10 +14,28 @@ export {
   decodeJwtClaims,
   findBootstrapLeftovers,
   MIN_TOKEN_SECONDS,
+  MINT_FIELD_MANAGER,
   mintBootstrapIdentity,
   RUN_ID_LABEL,
+  removeBootstrapLeftover,
   revokeBootstrapIdentity,
+  scanBootstrapObjects,
 } from './bootstrap-identity.js';
+export type { ConfinedObject, Confinement, ConfinementProbe, ConfinementSpec } from './confinement.js';
+export {
+  CONFINEMENT_FIELD_MANAGER,
+  closeConfinement,
+  closedPolicy,
+  installConfinement,
+  PLAN_DIGEST_ANNOTATION,
+  planConfinement,
+  probeClosed,
+  probeConfinement,
+  removeConfinement,
+  TOKEN_EXPIRES_ANNOTATION,
+} from './confinement.js';
+export type { ExpectedObjectsOptions } from './expected-objects.js';
+export { expectedObjects, withSchemaDefaults, writableView } from './expected-objects.js';
 export type { KubeClients } from './kube-clients.js';
 export {
   clientsFromKubeConfig,

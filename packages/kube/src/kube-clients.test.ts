@@ -1,6 +1,6 @@
 import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
-import { clientsFromKubeconfigContent } from './kube-clients.js';
+import { clientsFromKubeconfigContent, clientsFromToken } from './kube-clients.js';
 
 const SECRET = 'not-a-real-token-7c1e9b';
 const text = (extra = '') => `apiVersion: v1
@@ -32,5 +32,33 @@ describe('clientsFromKubeconfigContent', () => {
     const ctx = () => clientsFromKubeconfigContent(text(), 'nope');
     expect(ctx).toThrow(/the inline kubeconfig has no context "nope"; choose one of: ctx/);
     expect(ctx).not.toThrow(new RegExp(SECRET));
+  });
+});
+
+describe('TLS settings', () => {
+  it('refuses insecure-skip-tls-verify, naming the cluster and the fix', () => {
+    const insecure = text().replace(
+      "server: 'https://127.0.0.1:6443'",
+      "server: 'https://127.0.0.1:6443', insecure-skip-tls-verify: true",
+    );
+    expect(() => clientsFromKubeconfigContent(insecure)).toThrow(
+      /cluster "c" sets insecure-skip-tls-verify: .*set certificate-authority or certificate-authority-data/,
+    );
+  });
+
+  it("gives bearer clients the operator cluster's CA file, TLS server name and proxy", () => {
+    const withFiles = text().replace(
+      "server: 'https://127.0.0.1:6443'",
+      "server: 'https://127.0.0.1:6443', certificate-authority: /etc/ca.crt, tls-server-name: kubernetes, proxy-url: 'http://proxy:3128'",
+    );
+    const operator = clientsFromKubeconfigContent(withFiles);
+    const bearer = clientsFromToken(operator, 'tok').kc.getCurrentCluster();
+    expect(bearer).toMatchObject({
+      server: 'https://127.0.0.1:6443',
+      caFile: '/etc/ca.crt',
+      tlsServerName: 'kubernetes',
+      proxyUrl: 'http://proxy:3128',
+      skipTLSVerify: false,
+    });
   });
 });

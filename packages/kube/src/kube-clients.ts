@@ -19,11 +19,19 @@ export interface KubeClients {
   readonly objects: k8s.KubernetesObjectApi;
 }
 
-/** Builds {@link KubeClients} from a loaded KubeConfig. */
+/**
+ * Builds {@link KubeClients} from a loaded KubeConfig.
+ * @throws {ConfigError} when the context names no cluster, or the cluster skips TLS verification (baton never sends
+ * a credential to a server it cannot verify).
+ */
 export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
   const cluster = kc.getCurrentCluster();
   if (!cluster)
     throw new ConfigError(`kubeconfig context "${kc.getCurrentContext()}" names no cluster; fix the context`);
+  if (cluster.skipTLSVerify)
+    throw new ConfigError(
+      `kubeconfig cluster "${cluster.name}" sets insecure-skip-tls-verify: baton refuses to send credentials to an API server it cannot verify; set certificate-authority or certificate-authority-data instead`,
+    );
   return {
     kc,
     server: cluster.server,
@@ -92,16 +100,28 @@ function useContext(kc: k8s.KubeConfig, where: string, context: string | undefin
 }
 
 /**
- * Clients that authenticate with a bearer token only (no client certificate), against `server` and its CA.
+ * Clients that authenticate with a bearer token only (no client certificate), against the same API server as
+ * `target`, verified the same way: its CA (inline or a file), TLS server name and proxy are kept.
  * The token lives only inside the returned KubeConfig; never log it.
  */
 export function clientsFromToken(
-  target: { readonly server: string; readonly caData: string | undefined },
+  target: Pick<KubeClients, 'server' | 'caData'> & { readonly kc?: k8s.KubeConfig },
   token: string,
 ): KubeClients {
+  const from = target.kc?.getCurrentCluster();
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'target', server: target.server, caData: target.caData, skipTLSVerify: false }],
+    clusters: [
+      {
+        name: 'target',
+        server: target.server,
+        caData: target.caData,
+        ...(from?.caFile ? { caFile: from.caFile } : {}),
+        ...(from?.tlsServerName ? { tlsServerName: from.tlsServerName } : {}),
+        ...(from?.proxyUrl ? { proxyUrl: from.proxyUrl } : {}),
+        skipTLSVerify: false,
+      },
+    ],
     users: [{ name: 'bearer', token }],
     contexts: [{ name: 'bearer', cluster: 'target', user: 'bearer' }],
     currentContext: 'bearer',

@@ -1,17 +1,17 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEntries } from '@baton/audit';
 import { type HandoffSummary, runHandoff } from '@baton/core';
 import { ConfigError } from '@baton/errors';
-import { findBootstrapLeftovers } from '@baton/kube';
+import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
 import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, statusOfCall } from '../../support/kube.js';
+import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 
 const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const REFUSED = fileURLToPath(new URL('../../fixtures/handoff/refused', import.meta.url));
@@ -60,6 +60,8 @@ async function expectRevokedProvedRecorded(e: HandoffEnv, s: HandoffSummary, out
   expect(predicate.credential?.revokedAt).toBe(s.credential?.revokedAt);
   const { operator } = testHandoffDeps(e.loaded, cluster.kubeconfigPath).deps;
   expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+  expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
+  expect(s.confinement?.removedAt).toBeTruthy();
   const revokedAt = Date.parse(s.credential!.revokedAt!);
   for (const ev of auditEventsBy(cluster.auditLogPath!, s.credential!.subject)) {
     expect(Date.parse(ev.stageTimestamp)).toBeLessThanOrEqual(revokedAt);
@@ -140,4 +142,120 @@ describe('a handoff that does not complete', () => {
     await expectRevokedProvedRecorded(e, s, 'aborted', 'takeover');
     expect(stdout + stderr).not.toMatch(JWT_PATTERN);
   });
+
+  it('fails closed when the operator may not write admission policies: nothing minted, nothing pushed', async () => {
+    const e = await env();
+    const kubeconfig = await limitedOperatorKubeconfig();
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
+      operator: clientsFromKubeconfigFile(kubeconfig),
+    });
+    const s = await runHandoff(e.loaded, deps);
+    expect(s.outcome).toBe('failed');
+    expect(s.failedStep).toBe('confine');
+    expect(s.error).toContain('could not install the confinement');
+    expect(s.error).toContain('the operator needs create, update and delete on validatingadmissionpolicies');
+    expect(s.credential).toBeUndefined();
+    // No identity was ever created for this run, so nothing could push.
+    const mints = readFileSync(cluster.auditLogPath!, 'utf8')
+      .split('\n')
+      .filter(
+        (l) =>
+          l.includes(`"name":"baton-bootstrap-${s.runId}"`) &&
+          l.includes('"resource":"serviceaccounts"') &&
+          l.includes('"verb":"create"'),
+      );
+    expect(mints).toEqual([]);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
+  });
+
+  it('fails closed when the confinement does not deny the probe: nothing pushed, revoked, proven, recorded', async () => {
+    const e = await env();
+    const admin = adminClients(cluster.kubeconfigPath);
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
+      confinementTimeoutMs: 3000,
+      // The binding vanishes between install and probe (as if another admin or an admission config disabled it),
+      // long enough before the probe for the API server to have dropped it.
+      onStep: async (step) => {
+        if (step !== 'mint') return;
+        const [binding] = (await confinementsLeft(admin)).filter((x) => x.includes('Binding/'));
+        await admin.objects.delete({
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingAdmissionPolicyBinding',
+          metadata: { name: binding!.split('/')[1]! },
+        });
+        await new Promise((r) => setTimeout(r, 3000));
+      },
+    });
+    const s = await runHandoff(e.loaded, deps);
+    expect(s.error).toContain('did not deny a probe write outside the plan within 3 s');
+    expect(s.confinement?.probeDenied).toBe(false);
+    await expectRevokedProvedRecorded(e, s, 'failed', 'scope-check');
+    // The identity's only writes were the dry-run probes: nothing of the plan was written.
+    const writes = auditEventsBy(cluster.auditLogPath!, s.credential!.subject).filter((x) =>
+      ['create', 'update', 'patch', 'delete'].includes(x.verb),
+    );
+    const probes = writes.filter((x) => x.requestURI.includes('dryRun=All'));
+    expect(probes.length).toBeGreaterThan(0);
+    expect(
+      writes
+        .filter((x) => !x.requestURI.includes('dryRun=All'))
+        .filter((x) => !['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(x.objectRef?.resource ?? ''))
+        .map((x) => `${x.verb} ${x.requestURI}`),
+    ).toEqual([]);
+  });
 });
+
+/** A kubeconfig for an operator who may do everything a handoff needs but write admission policies. */
+async function limitedOperatorKubeconfig(): Promise<string> {
+  const admin = adminClients(cluster.kubeconfigPath);
+  const name = 'limited-operator';
+  await admin.core
+    .createNamespacedServiceAccount({ namespace: 'default', body: { metadata: { name } } })
+    .catch(() => {});
+  await admin.rbac
+    .createClusterRole({
+      body: {
+        metadata: { name },
+        rules: [
+          {
+            apiGroups: ['', 'apps', 'rbac.authorization.k8s.io', 'apiextensions.k8s.io', 'coordination.k8s.io'],
+            resources: ['*'],
+            verbs: ['*'],
+          },
+          { apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], resources: ['*'], verbs: ['create'] },
+          { apiGroups: ['admissionregistration.k8s.io'], resources: ['*'], verbs: ['get', 'list'] },
+          { nonResourceURLs: ['*'], verbs: ['get'] },
+        ],
+      },
+    })
+    .catch(() => {});
+  await admin.rbac
+    .createClusterRoleBinding({
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: 'default' }],
+      },
+    })
+    .catch(() => {});
+  const token = await admin.core.createNamespacedServiceAccountToken({
+    namespace: 'default',
+    name,
+    body: { spec: { expirationSeconds: 3600, audiences: [] } },
+  });
+  const c = admin.kc.getCurrentCluster()!;
+  const path = join(mkdtempSync(join(tmpdir(), 'limited-')), 'kubeconfig');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: c.server, 'certificate-authority-data': c.caData } }],
+      users: [{ name: 'u', user: { token: token.status?.token } }],
+      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'ctx',
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}

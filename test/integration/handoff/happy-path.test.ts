@@ -93,8 +93,17 @@ describe('baton up on a fresh cluster', () => {
     expect(events.length).toBeGreaterThan(5);
     const allowed = ruleAtoms(winner.credential!.rules);
     const revokedAt = Date.parse(winner.credential!.revokedAt!);
+    const closedAt = Date.parse(winner.confinement!.closedAt!);
     for (const e of events) {
       expect(Date.parse(e.stageTimestamp), `${e.verb} ${e.requestURI} after revocation`).toBeLessThanOrEqual(revokedAt);
+      // The confinement's probes, dry-run writes (nothing stored): outside the plan they are denied; the re-apply of a
+      // planned object that confirms the close is allowed only until closedAt (the end of the write window).
+      if (e.requestURI.includes('dryRun=All')) {
+        const allowed = (e.responseStatus?.code ?? 0) < 400;
+        if (allowed) expect(Date.parse(e.stageTimestamp), e.requestURI).toBeLessThanOrEqual(closedAt);
+        else expect(e.responseStatus?.code, `${e.verb} ${e.requestURI}`).toBe(403);
+        continue;
+      }
       expect(e.responseStatus?.code ?? 0, `${e.verb} ${e.requestURI}`).toBeLessThan(400);
       expect(e.user.extra?.['authentication.kubernetes.io/credential-id']).toEqual([`JTI=${winner.credential!.jti}`]);
       const r = e.objectRef;

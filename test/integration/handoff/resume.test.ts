@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestController } from '../../support/gitops-controller.js';
 import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { eventually } from '../../support/kube.js';
+import { adminClients, confinementsLeft, deleteNamespaceAndWait, eventually } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
@@ -35,31 +36,15 @@ describe('a run killed with kill -9', () => {
   let killedRunId = '';
 
   it('leaves a live bootstrap credential and the lock behind', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', env.planPath, '-o', 'json', '--verbose'],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-      child.on('exit', (_code, signal) => resolve(signal)),
-    );
-    await new Promise<void>((resolve, reject) => {
-      child.stderr.on('data', (d) => {
-        stderr += d;
-        // The push has started: the credential is live and objects are being applied.
-        if (stderr.includes('"step":"push"')) resolve();
-      });
-      child.on('exit', () => reject(new Error(`baton up exited before the push:\n${stderr}`)));
-    });
-    child.kill('SIGKILL');
-    expect(await exited).toBe('SIGKILL');
+    const { signal, stderr } = await killDuringPush(env.planPath);
+    expect(signal).toBe('SIGKILL');
     killedRunId = /"runId":"([^"]+)"/.exec(stderr)?.[1] ?? '';
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     const left = await findBootstrapLeftovers(operator, 'baton-system');
     expect(left.map((l) => l.runId)).toEqual([killedRunId]);
+    // Its confinement is left too: the next run or baton revoke removes it with the identity.
+    expect(left[0]?.hasConfinement).toBe(true);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toHaveLength(2);
     expect(
       (await operator.coordination.readNamespacedLease({ namespace: 'baton-system', name: 'baton-handoff' })).spec
         ?.holderIdentity,
@@ -76,6 +61,7 @@ describe('a run killed with kill -9', () => {
     expect(stdout + stderr).not.toMatch(JWT_PATTERN);
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
 
     // The audit trail: the killed run as `aborted` with its own credential, the completed run with exactly one.
     const entries = [];
@@ -106,4 +92,48 @@ describe('a run killed with kill -9', () => {
     // The API server caches a successful token check for 10 s; after that the orphan's token is refused.
     await eventually(async () => (await probeToken(operator, id.token)) === 401, 30_000, 'orphan token refused', 500);
   });
+
+  it('baton revoke also removes the confinement of a run killed mid-push', async () => {
+    // A new revision the stopped controller has not applied, so the next run mints and pushes again.
+    await controller?.stop();
+    controller = undefined;
+    const admin = adminClients(cluster.kubeconfigPath);
+    await admin.core.deleteNamespacedConfigMap({ namespace: 'baton-system', name: 'baton-receipt' });
+    // A Secret the controller applied with stringData conflicts with any re-push of it: start from a clean namespace.
+    await deleteNamespaceAndWait(cluster.kubeconfigPath, 'gitops-system');
+    const repo = env.repoUrl
+      .split('/')
+      .at(-1)!
+      .replace(/\.git$/, '');
+    const revision = await env.git.commitFiles(repo, { 'controller/notes.txt': 'again' }, 'again');
+    const planPath = env.planPath.replace(/plan\.yaml$/, 'plan-again.yaml');
+    writeFileSync(planPath, readFileSync(env.planPath, 'utf8').replace(env.revision, revision));
+    await killDuringPush(planPath);
+    expect(await confinementsLeft(admin)).toHaveLength(2);
+    const { stdout } = await baton(['revoke', '--plan', planPath, '-o', 'json']);
+    expect(JSON.parse(stdout)).toMatchObject([{ deleted: 8 }]);
+    expect(await confinementsLeft(admin)).toEqual([]);
+    const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
+    expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+  });
 });
+
+/** Starts `baton up` and kills it with SIGKILL once the push has started (the credential is live, objects applying). */
+async function killDuringPush(planPath: string): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (stderr.includes('"step":"push"')) resolve();
+    });
+    child.on('exit', () => reject(new Error(`baton up exited before the push:\n${stderr}`)));
+  });
+  child.kill('SIGKILL');
+  return { signal: await exited, stderr };
+}

@@ -1,12 +1,11 @@
 import { hostname, userInfo } from 'node:os';
-import { resolveGitRevision, systemClock } from '@baton/core';
+import { isPidAlive, newRunId, resolveGitRevision, systemClock } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { runShard } from '@baton/fleet';
 import { createRunLog } from '@baton/fleet/progress';
 import { clientsFromKubeConfig, clientsFromKubeconfigFile } from '@baton/kube';
 import { Command } from '@commander-js/extra-typings';
 import { KubeConfig } from '@kubernetes/client-node';
-import { isPidAlive, newRunId } from '../up/handoff-deps.js';
 
 /** `baton fleet shard`: pod i of a wave's Indexed Job hands off target i (JOB_COMPLETION_INDEX). */
 export function fleetShardCommand() {

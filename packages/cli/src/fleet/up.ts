@@ -1,6 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type HandoffSummary, systemClock } from '@baton/core';
+import { createHandoffDeps, type HandoffSummary, systemClock } from '@baton/core';
 import { ConfigError, TimeoutError } from '@baton/errors';
 import {
   assignWaves,
@@ -30,7 +30,6 @@ import { stringify } from 'yaml';
 import { intArg } from '../audit/cli-io.js';
 import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 import { parseDurationMs } from '../up/command.js';
-import { cliHandoffDeps } from '../up/handoff-deps.js';
 
 /** `baton fleet up`: hand off every cluster of a fleet file in waves. */
 export function fleetUpCommand() {
@@ -100,10 +99,19 @@ export function fleetUpCommand() {
       );
       const audit = await openFleetAudit({ ...first.loaded.plan.audit, fleetRunId });
       const ac = new AbortController();
-      const onSignal = (sig: NodeJS.Signals) =>
-        ac.abort(new Error(`received ${sig}; running handoffs revoke, prove and record before exit`));
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      // The listener stays for the whole run: a second Ctrl-C must not kill the process before every running handoff
+      // has revoked.
+      const onSignal = (sig: NodeJS.Signals) => {
+        if (!ac.signal.aborted)
+          ac.abort(new Error(`received ${sig}; running handoffs revoke, prove and record before exit`));
+        else
+          log.warn({ signal: sig }, 'still revoking, proving and recording; baton exits once every credential is dead');
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      const username = process.env.BATON_GIT_USERNAME;
+      const password = process.env.BATON_GIT_PASSWORD;
+      const gitAuth = username && password ? { username, password } : undefined;
       const timer = setTimeout(
         () => ac.abort(new TimeoutError(`baton fleet up --timeout ${o.timeout} reached`)),
         timeoutMs,
@@ -125,17 +133,12 @@ export function fleetUpCommand() {
                 runFleet<FleetTarget, HandoffSummary>({
                   ...common,
                   handoff: localHandoff({
-                    depsFor: async (t, signal) => ({
-                      ...cliHandoffDeps(
-                        t.loaded,
-                        await targetClients(t, { operatorKubeconfig, management }),
-                        log,
-                        signal,
-                      ),
-                      audit: audit.sink,
-                      actor: { user: safeUser(), host: hostname(), pid: process.pid, via: 'fleet' },
-                      onStep: (step) => view.onStep(t.name, step),
-                    }),
+                    depsFor: async (t, signal) =>
+                      createHandoffDeps(t.loaded, await targetClients(t, { operatorKubeconfig, management }), {
+                        via: 'fleet',
+                        ...(gitAuth ? { gitAuth } : {}),
+                        overrides: { log, signal, audit: audit.sink, onStep: (step) => view.onStep(t.name, step) },
+                      }),
                   }),
                 })
             : () => {

@@ -42,10 +42,14 @@ export function upCommand(): Command {
       if (path) process.stderr.write(`full log: ${path}\n`);
       const operator = operatorClients(loaded, o.kubeconfig, o.context);
       const ac = new AbortController();
-      const onSignal = (sig: NodeJS.Signals) =>
-        ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      // The listener stays for the whole run: a second Ctrl-C must not kill the process before it has revoked.
+      const onSignal = (sig: NodeJS.Signals) => {
+        if (!ac.signal.aborted) ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
+        else
+          log.warn({ signal: sig }, 'still revoking, proving and recording; baton exits once the credential is dead');
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
       const timer = setTimeout(() => ac.abort(new TimeoutError(`baton up --timeout ${o.timeout} reached`)), timeoutMs);
       let summary: HandoffSummary | undefined;
       try {

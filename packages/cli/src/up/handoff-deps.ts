@@ -1,13 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { hostname, userInfo } from 'node:os';
-import {
-  type HandoffDeps,
-  type LoadedPlan,
-  type Logger,
-  openAuditSink,
-  resolveGitRevision,
-  systemClock,
-} from '@baton/core';
+import { createHandoffDeps, type HandoffDeps, type LoadedPlan, type Logger } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { clientsFromKubeconfigContent, clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
 
@@ -33,22 +24,6 @@ export function operatorClients(
   return clientsFromKubeconfigFile(path, context ?? plan?.plan.cluster.context);
 }
 
-/** A run id: UTC time and 6 random hex digits, DNS-safe and sortable. */
-export function newRunId(now = new Date()): string {
-  const t = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);
-  return `${t}-${randomBytes(3).toString('hex')}`;
-}
-
-/** Whether a local process exists (signal 0 checks without sending anything). */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The real collaborators of a CLI handoff. Git credentials for resolving the ref come from BATON_GIT_USERNAME/PASSWORD. */
 export function cliHandoffDeps(
   loaded: LoadedPlan,
@@ -56,26 +31,10 @@ export function cliHandoffDeps(
   log: Logger,
   signal: AbortSignal,
 ): HandoffDeps {
-  const user = process.env.BATON_GIT_USERNAME;
+  const username = process.env.BATON_GIT_USERNAME;
   const password = process.env.BATON_GIT_PASSWORD;
-  return {
-    operator,
-    clock: systemClock,
-    log,
-    audit: openAuditSink(loaded.plan.audit),
-    actor: { user: safeUser(), host: hostname(), pid: process.pid, via: 'cli' },
-    newRunId: () => newRunId(),
-    isPidAlive,
-    resolveRevision: (source) =>
-      resolveGitRevision(source, user && password ? { username: user, password } : undefined),
-    signal,
-  };
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
+  return createHandoffDeps(loaded, operator, {
+    ...(username && password ? { gitAuth: { username, password } } : {}),
+    overrides: { log, signal },
+  });
 }

@@ -18,6 +18,14 @@ export function summaryRows(s: HandoffSummary): { field: string; value: string }
     ['credential', s.credential?.subject],
     ['credential fingerprint', s.credential?.fingerprint],
     ['credential live seconds', s.credential?.liveSeconds],
+    ['write window seconds', s.credential?.writeWindowSeconds],
+    [
+      'confinement',
+      s.confinement
+        ? `${s.confinement.policyName}: ${s.confinement.allowed.length} planned objects (plan ${s.confinement.planDigest}); probe outside the plan ${s.confinement.probeDenied ? 'denied' : 'NOT denied'}; ${s.confinement.closedAt ? `closed at ${s.confinement.closedAt}` : 'never closed'}${s.confinement.kept ? `; ${s.confinement.kept}` : ''}`
+        : undefined,
+    ],
+    ['suspicious objects (left alone)', s.suspicious?.join(', ')],
     ['readiness seconds', s.readinessSeconds],
     ['overhead seconds', s.overheadSeconds],
     [

@@ -5,6 +5,7 @@ export const STEP_ORDER = [
   'validate',
   'preflight',
   'cleanup',
+  'confine',
   'mint',
   'scope-check',
   'push',
@@ -110,6 +111,10 @@ function factOf(r: LogRecord, revision: string | undefined): { step: string; tex
       return { step: 'preflight', text: `already handed off by run ${String(r.receiptRunId)}` };
     case 'removed bootstrap leftovers of an earlier run':
       return { step: 'cleanup', text: `removed ${String(r.deleted)} leftovers of run ${String(r.leftoverRunId)}` };
+    case 'confined the bootstrap identity to the plan':
+      return { step: 'confine', text: `admission policy ${String(r.policy)} (${String(r.validations)} rules)` };
+    case 'closed the write window':
+      return { step: 'takeover', text: `write window closed after ${String(r.writeWindowSeconds)} s` };
     case 'minted bootstrap credential':
       return { step: 'mint', text: `${String(r.subject)} until ${String(r.expiresAt).slice(11, 19)}` };
     case 'controller took over':

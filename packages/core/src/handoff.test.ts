@@ -1,0 +1,156 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { KubeClients } from '@baton/kube';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFakeClock } from './clock.js';
+import { HandoffRun } from './handoff/run.js';
+import type { HandoffDeps, HandoffSummary } from './handoff/types.js';
+import { driveHandoff, type HandoffSteps } from './handoff.js';
+import { loadHandoffPlan } from './handoff-plan.js';
+import { silentLogger } from './logger.js';
+
+// The driver's guarantees, on a fake clock with steps that only say what they did: whatever ends the pushing part,
+// revoke runs before prove and prove before record; the lock is released and the run journaled finished once.
+
+const fixture = fileURLToPath(new URL('../../../test/fixtures/handoff/plan.yaml', import.meta.url));
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+type StepName = Exclude<keyof HandoffSteps, 'summarize'>;
+
+function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal; readOnlyJournalAt?: StepName } = {}) {
+  const journalDir = mkdtempSync(join(tmpdir(), 'baton-driver-'));
+  dirs.push(journalDir);
+  const { plan } = loadHandoffPlan(fixture);
+  const calls: string[] = [];
+  const deps: HandoffDeps = {
+    operator: { server: 'https://127.0.0.1:1' } as KubeClients,
+    clock: createFakeClock(),
+    log: silentLogger(),
+    audit: { append: async () => Promise.reject(new Error('not used')) },
+    actor: { user: 't', host: 'h', pid: 1, via: 'cli' },
+    newRunId: () => 'r1',
+    isPidAlive: () => true,
+    resolveRevision: async () => 'a'.repeat(40),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
+  const run = new HandoffRun({ ...plan, journalDir }, deps);
+  const step = (name: StepName, enter?: 'enter' | 'enterSafely') => async (r: HandoffRun) => {
+    if (opts.readOnlyJournalAt === name) {
+      // Root writes through file modes: a directory where the journal file was makes every append fail (EISDIR).
+      rmSync(join(journalDir, 'test.jsonl'));
+      mkdirSync(join(journalDir, 'test.jsonl'));
+    }
+    if (enter === 'enter') await r.enter(name === 'scopeCheck' ? 'scope-check' : (name as 'push'));
+    if (enter === 'enterSafely') await r.enterSafely(name as 'revoke');
+    calls.push(name);
+    if (opts.throwAt === name) throw new Error(`${name} broke`);
+    if (name === 'mint') r.identity = {} as HandoffRun['identity'];
+  };
+  const steps: HandoffSteps = {
+    begin: async (r) => {
+      calls.push('begin');
+      if (opts.throwAt === 'begin') throw new Error('refused');
+      r.journal.write(r.runId, 'start', r.clock.now());
+      return { lock: {} as never, release: async () => void calls.push('release') };
+    },
+    cleanup: async () => {
+      calls.push('cleanup');
+      if (opts.throwAt === 'cleanup') throw new Error('cleanup broke');
+      return opts.early ? ({ outcome: 'already-handed-off' } as HandoffSummary) : undefined;
+    },
+    confine: step('confine', 'enter'),
+    mint: step('mint', 'enter'),
+    scopeCheck: step('scopeCheck', 'enter'),
+    push: step('push', 'enter'),
+    takeover: async (r) => {
+      await step('takeover', 'enter')(r);
+      if (opts.signal)
+        await new Promise((_, reject) => r.signal.addEventListener('abort', () => reject(r.signal.reason)));
+    },
+    revoke: step('revoke', 'enterSafely'),
+    prove: step('prove', 'enterSafely'),
+    record: step('record', 'enterSafely'),
+    summarize: (r) => ({ outcome: r.outcome(), failedStep: r.blamedStep(), error: r.error() }) as HandoffSummary,
+  };
+  const finished = () =>
+    readFileSync(join(journalDir, 'test.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"finished"')).length;
+  return { run, steps, calls, finished };
+}
+
+const ENDING = ['revoke', 'prove', 'record', 'release'];
+
+describe('the handoff driver', () => {
+  it('runs every step in order and ends with revoke, prove, record, then releases the lock once', async () => {
+    const t = setup();
+    const s = await driveHandoff(t.run, t.steps);
+    expect(t.calls).toEqual(['begin', 'cleanup', 'confine', 'mint', 'scopeCheck', 'push', 'takeover', ...ENDING]);
+    expect(s.outcome).toBe('handed-off');
+    expect(t.finished()).toBe(1);
+  });
+
+  for (const at of ['cleanup', 'confine', 'mint', 'scopeCheck', 'push', 'takeover'] as const) {
+    it(`still revokes, proves and records when ${at} fails, blaming ${at}`, async () => {
+      const t = setup({ throwAt: at });
+      const s = await driveHandoff(t.run, t.steps);
+      expect(t.calls.slice(-4)).toEqual(ENDING);
+      if (at !== 'takeover') expect(t.calls).not.toContain(nextOf(at));
+      expect(s.outcome).toBe('failed');
+      expect(s.error).toBe(`${at} broke`);
+      expect(t.finished()).toBe(1);
+    });
+  }
+
+  it('still proves and records when revoke itself throws, and says the revocation failed', async () => {
+    const t = setup({ throwAt: 'revoke' });
+    const s = await driveHandoff(t.run, t.steps);
+    expect(t.calls.slice(-4)).toEqual(ENDING);
+    expect(s.outcome).toBe('failed');
+    expect(s.error).toContain('revoke failed: revoke broke');
+  });
+
+  it('revokes when the journal cannot be written any more (a full or read-only disk)', async () => {
+    const t = setup({ readOnlyJournalAt: 'push' });
+    const s = await driveHandoff(t.run, t.steps);
+    expect(t.calls).toEqual(['begin', 'cleanup', 'confine', 'mint', 'scopeCheck', ...ENDING]);
+    expect(s.outcome).toBe('failed');
+    expect(s.failedStep).toBe('push');
+    expect(s.error).toMatch(/EISDIR/);
+  });
+
+  it('an operator signal during the takeover aborts the run, which still revokes, proves and records', async () => {
+    const ac = new AbortController();
+    const t = setup({ signal: ac.signal });
+    const done = driveHandoff(t.run, t.steps);
+    await new Promise((r) => setImmediate(r));
+    ac.abort(new Error('received SIGINT'));
+    const s = await done;
+    expect(t.calls.slice(-4)).toEqual(ENDING);
+    expect(s.outcome).toBe('aborted');
+  });
+
+  it('ends before anything is minted when cleanup returns a summary, releasing the lock once', async () => {
+    const t = setup({ early: true });
+    const s = await driveHandoff(t.run, t.steps);
+    expect(t.calls).toEqual(['begin', 'cleanup', 'release']);
+    expect(s.outcome).toBe('already-handed-off');
+    expect(t.finished()).toBe(1);
+  });
+
+  it('a refusal in begin runs nothing else', async () => {
+    const t = setup({ throwAt: 'begin' });
+    await expect(driveHandoff(t.run, t.steps)).rejects.toThrow('refused');
+    expect(t.calls).toEqual(['begin']);
+  });
+});
+
+function nextOf(step: StepName): StepName {
+  const order: StepName[] = ['cleanup', 'confine', 'mint', 'scopeCheck', 'push', 'takeover'];
+  return order[order.indexOf(step) + 1]!;
+}

@@ -1,0 +1,86 @@
+import { HandoffOutcome } from '@baton/audit';
+import { type RevokeResult, removeBootstrapLeftover, scanBootstrapObjects } from '@baton/kube';
+import { readReceipt } from '../receipt.js';
+import { checkTakeover } from '../takeover.js';
+import { appendPendingRecords, summaryFrame, takeoverSummary } from './record.js';
+import { completeKilledHandoff, mintedEntry, recordCrashedRuns } from './resume.js';
+import type { HandoffRun } from './run.js';
+import { HandoffStep, type HandoffSummary } from './types.js';
+
+/**
+ * What the cluster says before anything is minted. Returns a summary when the run ends here: the cluster is already
+ * handed off ("push is for install; pull is for operate": only re-checked), or an earlier run was killed after the
+ * takeover (its record is completed; nothing is minted). Otherwise resolves the revision, removes what killed runs
+ * left behind (only objects baton created; labelled decoys are reported), records them, and returns undefined.
+ * @throws what the API, Git or the audit sink throws (the run then fails before minting).
+ */
+export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | undefined> {
+  const { operator } = run.deps;
+  const { plan } = run;
+  const set = run.set!;
+  await appendPendingRecords(run);
+  run.receipt = await readReceipt(operator, plan.batonNamespace);
+  if (run.receipt?.outcome === HandoffOutcome.handedOff) return recheckHandedOff(run);
+
+  await run.enter(HandoffStep.cleanup);
+  const revision = plan.pull.source.revision ?? (await run.deps.resolveRevision(plan.pull.source));
+  run.revision = revision;
+  const listedAt = run.clock.now();
+  const removedByRun = await removeLeftovers(run);
+  // A run killed after the controller took over (during takeover's last poll, revoke, prove or record) left a
+  // handed-off cluster without a receipt. Only where a run may have been killed (no receipt, leftovers, or a
+  // journaled credential never finished): after a run that ended failed, a controller that became ready later is
+  // handed off anew, with a provable credential.
+  const mayBeKilled =
+    run.receipt === undefined ||
+    removedByRun.size > 0 ||
+    run.journal.unfinished().some((r) => r.runId !== run.runId && mintedEntry(r) !== undefined);
+  const found = mayBeKilled ? await checkTakeover(operator, plan, set, revision) : undefined;
+  if (found?.isComplete) {
+    run.takeover = found;
+    return completeKilledHandoff(run, found, removedByRun, listedAt, revision);
+  }
+  await recordCrashedRuns(run, removedByRun, revision);
+  // A signal during preflight or cleanup stops the run before any credential exists.
+  run.signal.throwIfAborted();
+  return undefined;
+}
+
+async function recheckHandedOff(run: HandoffRun): Promise<HandoffSummary> {
+  const receipt = run.receipt!;
+  const state = await checkTakeover(run.deps.operator, run.plan, run.set!, receipt.revision);
+  run.log.info({ receiptRunId: receipt.runId, healthy: state.isComplete }, 'cluster already handed off');
+  return {
+    ...summaryFrame(run),
+    outcome: 'already-handed-off',
+    ...(state.isComplete
+      ? {}
+      : { failedStep: 'takeover', error: `cluster was handed off by run ${receipt.runId}, but ${state.reason}` }),
+    revision: receipt.revision,
+    totalSeconds: run.elapsedSeconds(),
+    takeover: takeoverSummary(state),
+  };
+}
+
+async function removeLeftovers(run: HandoffRun): Promise<Map<string, RevokeResult>> {
+  const { operator } = run.deps;
+  const scan = await scanBootstrapObjects(operator, run.plan.batonNamespace);
+  if (scan.suspicious.length > 0) {
+    run.suspicious.push(...scan.suspicious);
+    run.log.warn(
+      { suspicious: scan.suspicious },
+      'objects carry the bootstrap labels but were not created by baton; left alone',
+    );
+  }
+  const removed = new Map<string, RevokeResult>();
+  for (const left of scan.leftovers) {
+    const r = await removeBootstrapLeftover(operator, left, () => run.clock.now());
+    removed.set(left.runId, r);
+    run.leftoversRemoved.push(...r.deleted);
+    run.log.warn(
+      { leftoverRunId: left.runId, deleted: r.deleted.length },
+      'removed bootstrap leftovers of an earlier run',
+    );
+  }
+  return removed;
+}

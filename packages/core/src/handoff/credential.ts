@@ -1,0 +1,169 @@
+import { ConfinementError, KubeApiError, TimeoutError } from '@baton/errors';
+import {
+  bootstrapRefFor,
+  clientsFromToken,
+  diffEffectiveRules,
+  expectedObjects,
+  installConfinement,
+  type KubeClients,
+  mintBootstrapIdentity,
+  planConfinement,
+  probeConfinement,
+  statusOf,
+} from '@baton/kube';
+import { pollUntil } from '../clock.js';
+import type { ManifestSet } from '../manifest-set.js';
+import { createNamespaceIfAbsent } from './preflight.js';
+import { fullFingerprint } from './record.js';
+import type { HandoffRun } from './run.js';
+import { HandoffStep } from './types.js';
+
+/**
+ * Confines the identity the run is about to mint, before it exists: its username is known from the run id. With the
+ * operator's credential: creates the install's namespace (so the scoped Role has somewhere to live), asks the API
+ * server what each planned object will hold once applied (dry run), and installs a ValidatingAdmissionPolicy that
+ * denies that username every write but exactly those objects. Installing it before the mint keeps the policy's start
+ * (its informers, its CEL compilation) out of the credential's live window.
+ * @throws {ConfinementError} when the policy cannot be installed (nothing is minted or pushed).
+ */
+export async function confine(run: HandoffRun): Promise<void> {
+  const { operator } = run.deps;
+  const { plan } = run;
+  const set = run.set!;
+  const ref = bootstrapRefFor(run.runId, plan.batonNamespace, run.rules!);
+  await run.enter(HandoffStep.confine, { policy: ref.name });
+  await ensureNamespaces(operator, set);
+  const objects = await expectedObjects(
+    operator,
+    set.objects.map((m) => m.object),
+    { fieldManager: plan.push.fieldManager, signal: run.signal },
+  );
+  const confinement = planConfinement({
+    name: ref.name,
+    runId: run.runId,
+    username: `system:serviceaccount:${ref.namespace}:${ref.name}`,
+    planDigest: set.digest,
+    fieldManager: plan.push.fieldManager,
+    objects,
+  });
+  // Noted before the install: a half-installed confinement (policy without binding) is removed like a whole one.
+  run.confinement = { plan: confinement, probeDenied: false };
+  await installConfinement(operator, confinement);
+  run.confinement.installedAt = run.clock.now();
+  run.log.info(
+    { policy: confinement.name, planDigest: confinement.planDigest, validations: confinement.validationCount },
+    'confined the bootstrap identity to the plan',
+  );
+}
+
+// Roles live in namespaces: the operator creates the install's namespace so the scoped Role can be bound in it.
+async function ensureNamespaces(operator: KubeClients, set: ManifestSet): Promise<void> {
+  for (const m of set.objects) {
+    if (m.object.kind !== 'Namespace') continue;
+    const name = m.object.metadata.name;
+    try {
+      await operator.core.readNamespace({ name });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+      await createNamespaceIfAbsent(operator, name, 'baton-mint');
+    }
+  }
+}
+
+/**
+ * Mints the throwaway identity (ServiceAccount, Secret-bound 600 s token, the computed RBAC), journals its facts
+ * (never the token) and starts the push-window budget, counted from the token's issue.
+ * @throws {KubeApiError} naming the object that could not be created (the run revokes what exists).
+ */
+export async function mint(run: HandoffRun): Promise<void> {
+  const { operator } = run.deps;
+  const { plan, clock } = run;
+  const ref = bootstrapRefFor(run.runId, plan.batonNamespace, run.rules!);
+  run.ref = ref;
+  await run.enter(HandoffStep.mint, {
+    name: ref.name,
+    namespace: ref.namespace,
+    roleNamespaces: ref.roleNamespaces,
+    revision: run.revision,
+  });
+  const identity = await mintBootstrapIdentity(operator, {
+    runId: run.runId,
+    namespace: plan.batonNamespace,
+    rules: run.rules!,
+    now: () => clock.now(),
+  });
+  run.identity = identity;
+  run.issuedMs = clock.monotonicMs();
+  run.journal.write(run.runId, 'minted', clock.now(), {
+    fingerprint: fullFingerprint(identity.token),
+    jti: identity.jti,
+    subject: identity.username,
+    issuedAt: identity.issuedAt.toISOString(),
+    expiresAt: identity.expiresAt.toISOString(),
+    name: identity.name,
+    namespace: identity.namespace,
+    secretUid: identity.secretUid,
+    audiences: identity.audiences,
+  });
+  run.log.info(
+    { subject: identity.username, jti: identity.jti, expiresAt: identity.expiresAt.toISOString() },
+    'minted bootstrap credential',
+  );
+  run.startBudget();
+  run.bootstrap = clientsFromToken(operator, identity.token);
+}
+
+const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';
+
+/**
+ * Checks the credential before it writes anything: its effective RBAC rules (SelfSubjectRulesReview as the token)
+ * are exactly the computed ones, and the confinement denies it a write outside the plan (a dry-run create of an
+ * unplanned ServiceAccount, which RBAC allows). Either failing stops the run before the push: it fails closed.
+ * @throws {KubeApiError} when the rules differ. @throws {ConfinementError} when the probe is not denied in time.
+ */
+export async function scopeCheck(run: HandoffRun): Promise<void> {
+  const { plan } = run;
+  const bootstrap = run.bootstrap!;
+  await run.enter(HandoffStep.scopeCheck);
+  const diffs = await diffEffectiveRules(bootstrap, run.rules!, [
+    plan.controller.namespace,
+    plan.batonNamespace,
+    'default',
+    'kube-system',
+  ]);
+  const bad = diffs.filter((d) => d.extra.length > 0 || d.missing.length > 0 || d.isIncomplete);
+  if (bad.length > 0) {
+    const d = bad[0]!;
+    throw new KubeApiError(
+      `${BAD_CREDENTIAL} (or lacks some): in namespace ${d.namespace} extra [${d.extra.slice(0, 5).join(', ')}] missing [${d.missing.slice(0, 5).join(', ')}]; a binding to system:serviceaccounts or system:authenticated widens every ServiceAccount: remove it, then rerun`,
+      { details: { diffs: bad } },
+    );
+  }
+  const c = run.confinement!;
+  let last = 0;
+  try {
+    await pollUntil(
+      async () => {
+        const p = await probeConfinement(bootstrap, c.plan, plan.controller.namespace);
+        last = p.status;
+        return p.denied ? p : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: 50,
+        timeoutMs: run.deps.confinementTimeoutMs ?? 10_000,
+        what: 'the confinement denying a write outside the plan',
+        signal: run.signal,
+      },
+    );
+  } catch (err) {
+    if (!(err instanceof TimeoutError)) throw err;
+    throw new ConfinementError(
+      `the confinement ${c.plan.name} did not deny a probe write outside the plan within ${Math.round((run.deps.confinementTimeoutMs ?? 10_000) / 1000)} s (last answer HTTP ${last}); nothing was pushed and the credential is revoked; check that no other admission configuration disables ValidatingAdmissionPolicy, then rerun`,
+      { cause: err },
+    );
+  }
+  c.probeDenied = true;
+  run.log.info({ policy: c.plan.name }, 'the confinement denied a write outside the plan');
+  run.signal.throwIfAborted();
+}

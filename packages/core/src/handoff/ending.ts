@@ -1,0 +1,124 @@
+import { closeConfinement, probeToken, removeConfinement, reviewToken, revokeBootstrapIdentity } from '@baton/kube';
+import { pollUntil, retryUntil, withDeadline } from '../clock.js';
+import { type HandoffRun, safeError, seconds } from './run.js';
+import { HandoffStep } from './types.js';
+
+// The steps below run on every path (success, failure, timeout, budget, signal, exception) with the operator's
+// credential and no run signal. None of them throws: a journal that cannot be written, a hook that fails or an API
+// server that stops answering for a while must not skip a revoke; what could not be done is noted on the run.
+
+/**
+ * Closes the write window if the push did not, then deletes the throwaway Secret (the token stops authenticating
+ * within the API server's 10 s cache), the ServiceAccount and its RBAC. A failing revoke is retried with backoff for
+ * `revokeRetryMs`, never past the token's own expiry; each request is bounded, so a hung API server is retried too.
+ * Without a minted token, a confinement is removed at once (there is nothing for it to confine).
+ */
+export async function revoke(run: HandoffRun): Promise<void> {
+  if (!run.ref && !run.confinement) return;
+  await run.enterSafely(HandoffStep.revoke);
+  const { operator } = run.deps;
+  const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+  const c = run.confinement;
+  if (c?.installedAt && !c.closedAt && run.identity) {
+    await withDeadline(run.clock, requestMs, 'closing the confinement', () => closeConfinement(operator, c.plan))
+      .then(() => {
+        c.closedAt = run.clock.now();
+      })
+      .catch((err: unknown) => run.log.error({ err: safeError(err) }, 'could not close the confinement; revoking'));
+  }
+  if (run.ref) {
+    const ref = run.ref;
+    const expiresMs = run.identity ? run.identity.expiresAt.getTime() - run.clock.now().getTime() : 0;
+    const retryMs = Math.min(run.deps.revokeRetryMs ?? 120_000, Math.max(expiresMs, run.identity ? 0 : 30_000));
+    try {
+      run.revoked = await retryUntil(
+        run.clock,
+        run.clock.monotonicMs() + retryMs,
+        () =>
+          withDeadline(run.clock, requestMs * 3, 'revoking the bootstrap credential', () =>
+            revokeBootstrapIdentity(operator, ref, () => run.clock.now()),
+          ),
+        (err, n) => run.log.warn({ attempt: n, err: safeError(err) }, 'revoke failed; retrying'),
+      );
+      // A run killed from here on is completed by the next one, which needs when the token's Secret went.
+      run.journalSafely('revoked', {
+        secretDeletedAt: run.revoked.secretDeletedAt.toISOString(),
+        ...(run.revoked.secret ? { secretUid: run.revoked.secret.uid } : {}),
+      });
+      run.log.info({ deleted: run.revoked.deleted.length }, 'revoked bootstrap credential');
+    } catch (err) {
+      const expiry = run.identity ? `; the token expires by itself at ${run.identity.expiresAt.toISOString()}` : '';
+      run.proofFailure = `revocation failed: ${safeError(err)}${expiry}; run baton revoke once the API server answers`;
+    }
+  }
+  if (!run.identity && c) await removeConfinementSafely(run);
+}
+
+/**
+ * Proves the revocation with the token itself: polls until the API server refuses it (401; it caches successful
+ * checks for 10 s), then asks TokenReview. Once proven, the confinement is no longer needed and is deleted; an
+ * unproven revocation leaves it in place, denying every write until the token expires.
+ */
+export async function prove(run: HandoffRun): Promise<void> {
+  const identity = run.identity;
+  if (!identity || !run.revoked) {
+    if (run.confinement?.installedAt && identity) keepConfinement(run, 'the revocation failed');
+    return;
+  }
+  await run.enterSafely(HandoffStep.prove);
+  const { operator } = run.deps;
+  const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+  try {
+    const deletedMs = run.clock.monotonicMs();
+    const r = await pollUntil(
+      async () => {
+        const status = await withDeadline(run.clock, requestMs, 'a request with the revoked token', () =>
+          probeToken(operator, identity.token),
+        ).catch(() => 0);
+        return status === 401 ? status : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: Math.max(run.deps.pollIntervalMs ?? 250, 500),
+        timeoutMs: run.deps.proofTimeoutMs ?? 30_000,
+        what: 'the revoked token being refused (401)',
+      },
+    );
+    const revokedAt = run.clock.now();
+    const proofWaitSeconds = seconds(run.clock.monotonicMs() - deletedMs);
+    const review = await withDeadline(run.clock, requestMs, 'TokenReview', () => reviewToken(operator, identity.token));
+    run.proof = { probeStatus: r.value, review, revokedAt, provedAt: run.clock.now(), proofWaitSeconds };
+    if (review.authenticated) run.proofFailure = 'TokenReview still authenticates the revoked token';
+    run.log.info(
+      { probeStatus: r.value, tokenReviewAuthenticated: review.authenticated, proofWaitSeconds },
+      'proved revocation',
+    );
+  } catch (err) {
+    run.proofFailure = `proof failed: ${safeError(err)}`;
+  }
+  if (run.proofFailure) {
+    run.log.error({ err: run.proofFailure }, 'bootstrap credential revocation not proven');
+    keepConfinement(run, 'the revocation is not proven');
+  } else if (run.confinement) await removeConfinementSafely(run);
+}
+
+function keepConfinement(run: HandoffRun, why: string): void {
+  const c = run.confinement;
+  if (!c?.installedAt) return;
+  c.keptBecause = `${why}: policy ${c.plan.name} is kept and denies every write by ${c.plan.subject}; the next run or baton revoke removes it`;
+}
+
+async function removeConfinementSafely(run: HandoffRun): Promise<void> {
+  const c = run.confinement!;
+  try {
+    await retryUntil(run.clock, run.clock.monotonicMs() + 30_000, () =>
+      withDeadline(run.clock, run.deps.requestTimeoutMs ?? 10_000, 'removing the confinement', () =>
+        removeConfinement(run.deps.operator, c.plan.name),
+      ),
+    );
+    c.removedAt = run.clock.now();
+  } catch (err) {
+    c.keptBecause = `could not delete policy ${c.plan.name} (${safeError(err)}); it denies every write by ${c.plan.subject}; baton revoke removes it`;
+    run.log.error({ err: safeError(err) }, 'could not remove the confinement');
+  }
+}

@@ -1,0 +1,94 @@
+import { ConfinementError } from '@baton/errors';
+import { closeConfinement, probeClosed } from '@baton/kube';
+import { pollUntil } from '../clock.js';
+import { pushManifests } from '../push.js';
+import { checkTakeover, type TakeoverState } from '../takeover.js';
+import { type HandoffRun, seconds } from './run.js';
+import { HandoffStep } from './types.js';
+
+/**
+ * Server-side-applies the set with the bootstrap token only, then closes the write window: the confinement is
+ * switched to deny every write by the identity, and the close is confirmed by a denied re-apply of a planned object.
+ * The token may still authenticate (the API server's cache) while revoke and proof run, but it can write nothing.
+ * @throws {KubeApiError} naming the object that failed. @throws {ConfinementError} when the window cannot be closed
+ * (the run then revokes at once instead of waiting for the takeover).
+ */
+export async function push(run: HandoffRun): Promise<void> {
+  const set = run.set!;
+  await run.enter(HandoffStep.push, { objects: set.objects.length });
+  await pushManifests(
+    run.bootstrap!,
+    set.objects.map((m) => m.object),
+    { fieldManager: run.plan.push.fieldManager, clock: run.clock, signal: run.signal },
+  );
+  run.pushEndMs = run.clock.monotonicMs();
+  await closeWriteWindow(run);
+}
+
+/**
+ * Switches the confinement to deny-all and waits until a planned write by the identity is denied; `closedAt` is that
+ * first denial (the policy takes a moment to reach the admission chain).
+ * @throws {ConfinementError} when the switch fails or is not effective within the confinement timeout.
+ */
+export async function closeWriteWindow(run: HandoffRun): Promise<void> {
+  const c = run.confinement;
+  if (!c?.installedAt || c.closedAt) return;
+  const planned = run.set!.objects[0]!.object;
+  try {
+    await closeConfinement(run.deps.operator, c.plan);
+    await pollUntil(
+      async () => {
+        const p = await probeClosed(run.bootstrap!, c.plan, planned);
+        return p.denied ? p : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: 20,
+        timeoutMs: run.deps.confinementTimeoutMs ?? 10_000,
+        what: 'the closed confinement denying a planned write',
+      },
+    );
+  } catch (err) {
+    throw new ConfinementError(
+      `could not close the write window of ${c.plan.subject} after the push (${(err as Error).message}); revoking the credential now instead of after the takeover`,
+      { cause: err },
+    );
+  }
+  c.closedAt = run.clock.now();
+  run.log.info(
+    { policy: c.plan.name, writeWindowSeconds: seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime()) },
+    'closed the write window',
+  );
+}
+
+/**
+ * Waits, with the operator's credential, until the controller has taken over: Available, the declared revision
+ * applied, every pushed object owned (see {@link checkTakeover}).
+ * @throws {TimeoutError} naming what was still missing at `takeover.timeoutSeconds`.
+ */
+export async function awaitTakeover(run: HandoffRun): Promise<void> {
+  await run.enter(HandoffStep.takeover);
+  const rev = run.revision!;
+  let last: TakeoverState | undefined;
+  const r = await pollUntil(
+    async () => {
+      last = await checkTakeover(run.deps.operator, run.plan, run.set!, rev);
+      run.takeover = last;
+      return last.isComplete ? last : undefined;
+    },
+    {
+      clock: run.clock,
+      intervalMs: run.deps.pollIntervalMs ?? 250,
+      timeoutMs: run.plan.takeover.timeoutSeconds * 1000,
+      what: 'controller takeover (takeover.timeoutSeconds)',
+      signal: run.signal,
+    },
+    () => last?.reason ?? '',
+  );
+  run.controllerReadyAt = run.clock.now();
+  run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
+  run.log.info(
+    { readinessSeconds: run.readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },
+    'controller took over',
+  );
+}

@@ -1,0 +1,323 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { HandoffRecord } from '@baton/audit';
+import { flattenRules, type KubeClients, type RbacRule } from '@baton/kube';
+import type { AuditAppendResult } from '../audit-sink.js';
+import { writeReceipt } from '../receipt.js';
+import type { TakeoverState } from '../takeover.js';
+import { type HandoffRun, round, safeError, seconds } from './run.js';
+import type { ConfinementSummary, HandoffSummary } from './types.js';
+
+/**
+ * Appends the run's audit event, journals that it did (a run killed before its receipt is completed by the next
+ * one, which must not record it twice), then writes the receipt. A failure is noted on the run (the outcome becomes
+ * failed), never thrown. Without a revision there is nothing to record against.
+ */
+export async function recordRun(run: HandoffRun): Promise<void> {
+  if (!run.revision) return;
+  let record: HandoffRecord | undefined;
+  try {
+    record = handoffRecord(run);
+    run.audit = await run.deps.audit.append(record);
+  } catch (err) {
+    run.log.error({ err: safeError(err) }, 'could not append the audit event');
+    // The record is secret-free: the journal keeps it, and the next run appends it (see appendPendingRecords).
+    const kept = record && run.journalSafely('record-pending', { record });
+    run.recordFailure = `record failed: ${safeError(err)}${kept ? `; the event is kept in the journal ${run.journal.path} and the next baton up appends it` : ''}`;
+    return;
+  }
+  await finishRecord(run, record, run.audit, run.runId);
+}
+
+/**
+ * After an append: journals that it happened (a run killed before its receipt is completed by the next one, which
+ * must not record it twice), then writes the receipt for `runId`.
+ */
+async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: AuditAppendResult, runId: string) {
+  run.journalSafely(
+    'recorded',
+    {
+      outcome: record.outcome,
+      revokedAt: record.credential?.revokedAt ?? null,
+      revocationProven: record.revocation !== undefined && !record.revocation.tokenReview.authenticated,
+      audit,
+    },
+    runId,
+  );
+  try {
+    await writeReceipt(
+      run.deps.operator,
+      run.plan.batonNamespace,
+      {
+        runId,
+        outcome: record.outcome,
+        revision: record.plan.pull.source.revision,
+        recordedAt: run.clock.now().toISOString(),
+        credentialFingerprint: record.credential?.fingerprint ?? '',
+        ...receiptAuditFields(audit),
+      },
+      run.clock.now(),
+    );
+    run.log.info({ auditIndex: audit.index, eventId: audit.eventId, recordedRunId: runId }, 'recorded handoff');
+  } catch (err) {
+    run.log.error({ err: safeError(err) }, 'could not write the receipt');
+    if (runId === run.runId) run.recordFailure = `record failed: ${safeError(err)}`;
+    else throw err;
+  }
+}
+
+/**
+ * Appends the events earlier runs could not (their audit log was full or read-only) and kept in the journal, each
+ * once, and writes their receipts, before this run looks at the cluster.
+ * @throws what the audit sink or the receipt write throws (the run then fails before minting).
+ */
+export async function appendPendingRecords(run: HandoffRun): Promise<void> {
+  for (const { runId, record } of run.journal.pendingRecords()) {
+    const audit = await run.deps.audit.append(record as HandoffRecord);
+    run.log.warn({ pendingRunId: runId, auditIndex: audit.index }, 'appended an audit event an earlier run could not');
+    await finishRecord(run, record as HandoffRecord, audit, runId);
+  }
+}
+
+/** The run's audit record (the in-toto predicate), as it ended. */
+export function handoffRecord(run: HandoffRun): HandoffRecord {
+  const credential = credentialSummary(run);
+  const step = run.blamedStep();
+  const error = run.error();
+  return {
+    runId: run.runId,
+    ...recordFrame(run, run.revision ?? ''),
+    outcome: run.outcome(),
+    ...(step ? { failedStep: step } : {}),
+    ...(error ? { error: error.slice(0, 2000) } : {}),
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.clock.now().toISOString(),
+    ...(run.identity && credential
+      ? {
+          credential: {
+            kind: 'serviceaccount-token' as const,
+            fingerprint: credential.fingerprint,
+            ...(run.identity.jti ? { jti: run.identity.jti } : {}),
+            subject: run.identity.username,
+            audiences: [...run.identity.audiences],
+            boundObject: {
+              kind: 'Secret' as const,
+              namespace: run.identity.namespace,
+              name: run.identity.name,
+              uid: run.identity.secretUid,
+            },
+            rbacRules: recordRules(credential.rules),
+            issuedAt: credential.issuedAt,
+            expiresAt: credential.expiresAt,
+            revokedAt: credential.revokedAt,
+            liveSeconds: credential.liveSeconds,
+            ...(credential.writeWindowSeconds !== undefined
+              ? { writeWindowSeconds: credential.writeWindowSeconds }
+              : {}),
+          },
+        }
+      : {}),
+    ...confinementRecord(run),
+    ...(run.takeover?.isComplete && run.controllerReadyAt
+      ? {
+          readiness: {
+            controllerReadyAt: run.controllerReadyAt.toISOString(),
+            reconciledRevision: run.revision ?? '',
+            ownedObjectCount: run.takeover.ownedObjects.length,
+            ownedObjects: run.takeover.ownedObjects.slice(0, 64),
+          },
+        }
+      : {}),
+    ...(run.proof && run.revoked
+      ? {
+          revocation: {
+            method: 'bound-object-deleted' as const,
+            ...(run.revoked.secret ? { deletedObject: { kind: 'Secret', ...run.revoked.secret } } : {}),
+            tokenReview: { authenticated: run.proof.review.authenticated, checkedAt: run.proof.provedAt.toISOString() },
+            directRequest: { statusCode: run.proof.probeStatus, checkedAt: run.proof.revokedAt.toISOString() },
+          },
+        }
+      : {}),
+    stepDurationsMs: Object.fromEntries(Object.entries(run.durations).map(([k, v]) => [k, Math.max(0, Math.round(v))])),
+  };
+}
+
+function confinementRecord(run: HandoffRun): Pick<HandoffRecord, 'confinement'> {
+  const c = run.confinement;
+  if (!c?.installedAt) return {};
+  return {
+    confinement: {
+      method: 'validating-admission-policy',
+      policyName: c.plan.name,
+      planDigest: c.plan.planDigest,
+      allowedObjectCount: c.plan.allowed.length,
+      allowedObjects: c.plan.allowed.slice(0, 64),
+      probeDenied: c.probeDenied,
+      installedAt: c.installedAt.toISOString(),
+      closedAt: c.closedAt?.toISOString() ?? null,
+      removedAt: c.removedAt?.toISOString() ?? null,
+    },
+  };
+}
+
+/** The summary's view of the confinement, once one was planned. */
+export function confinementSummary(run: HandoffRun): ConfinementSummary | undefined {
+  const c = run.confinement;
+  if (!c) return undefined;
+  return {
+    policyName: c.plan.name,
+    planDigest: c.plan.planDigest,
+    subject: c.plan.subject,
+    allowed: c.plan.allowed,
+    validationCount: c.plan.validationCount,
+    policyBytes: c.plan.policyBytes,
+    probeDenied: c.probeDenied,
+    installedAt: c.installedAt?.toISOString() ?? null,
+    closedAt: c.closedAt?.toISOString() ?? null,
+    removedAt: c.removedAt?.toISOString() ?? null,
+    ...(c.keptBecause ? { kept: c.keptBecause } : {}),
+  };
+}
+
+/** The summary's view of the credential, once one was minted. */
+export function credentialSummary(run: HandoffRun): HandoffSummary['credential'] {
+  const id = run.identity;
+  if (!id) return undefined;
+  const revokedAt = run.proof?.revokedAt;
+  const closedAt = run.confinement?.closedAt;
+  const end = (revokedAt ?? id.expiresAt).getTime();
+  return {
+    subject: id.username,
+    fingerprint: fullFingerprint(id.token),
+    jti: id.jti,
+    issuedAt: id.issuedAt.toISOString(),
+    expiresAt: id.expiresAt.toISOString(),
+    revokedAt: revokedAt?.toISOString() ?? null,
+    secretDeletedAt: run.revoked?.secretDeletedAt.toISOString() ?? null,
+    liveSeconds: seconds(end - id.issuedAt.getTime()),
+    // Without a closed confinement, the credential could write for as long as it authenticated.
+    writeWindowSeconds: seconds(Math.min(closedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
+    rules: flattenRules(run.rules ?? { cluster: [], namespaced: {} }),
+  };
+}
+
+/** The parts of a record every run of this plan shares: cluster, actor, declared plan. */
+export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, 'cluster' | 'actor' | 'plan'> {
+  const { plan, deps } = run;
+  const set = run.set;
+  return {
+    cluster: { name: plan.cluster.name, server: deps.operator.server, caFingerprint: caFingerprint(deps.operator) },
+    actor: {
+      user: `${deps.actor.user}${run.operatorName ? ` (${run.operatorName})` : ''}`.slice(0, 253),
+      host: deps.actor.host,
+      via: deps.actor.via,
+    },
+    plan: {
+      push: {
+        profile: plan.push.profile,
+        bundleDigest: set?.digest ?? '',
+        objectCount: set?.objects.length ?? 0,
+        controller: {
+          name: plan.controller.name,
+          namespace: plan.controller.namespace,
+          image: set?.controllerImage.image ?? '',
+          imageDigest: set?.controllerImage.digest ?? '',
+        },
+      },
+      pull: {
+        source: { url: plan.pull.source.url, ref: plan.pull.source.ref, revision: rev, path: plan.pull.source.path },
+        serviceAccount: { namespace: plan.controller.namespace, name: plan.controller.serviceAccount },
+      },
+    },
+  };
+}
+
+/** The fields every summary of the run carries. */
+export function summaryFrame(run: HandoffRun) {
+  return {
+    runId: run.runId,
+    cluster: { name: run.plan.cluster.name, server: run.deps.operator.server },
+    operator: run.operatorName,
+    leftoversRemoved: run.leftoversRemoved,
+    ...(run.suspicious.length > 0 ? { suspicious: run.suspicious } : {}),
+    stepDurationsMs: run.durations,
+  };
+}
+
+/** The summary of a run that went through the pushing part (whatever its outcome). */
+export function finalSummary(run: HandoffRun): HandoffSummary {
+  const credential = credentialSummary(run);
+  const confinement = confinementSummary(run);
+  const step = run.blamedStep();
+  const error = run.error();
+  const proof = run.proof
+    ? {
+        probeStatus: run.proof.probeStatus,
+        tokenReviewAuthenticated: run.proof.review.authenticated,
+        provedAt: run.proof.provedAt.toISOString(),
+        proofWaitSeconds: run.proof.proofWaitSeconds,
+      }
+    : undefined;
+  return {
+    ...summaryFrame(run),
+    outcome: run.outcome(),
+    ...(step ? { failedStep: step } : {}),
+    ...(error ? { error } : {}),
+    ...(run.revision ? { revision: run.revision } : {}),
+    ...(credential ? { credential } : {}),
+    ...(confinement ? { confinement } : {}),
+    ...(proof ? { proof } : {}),
+    ...(run.readinessSeconds !== undefined ? { readinessSeconds: run.readinessSeconds } : {}),
+    ...(run.readinessSeconds !== undefined && credential && proof
+      ? { overheadSeconds: round(credential.liveSeconds - run.readinessSeconds - proof.proofWaitSeconds) }
+      : {}),
+    ...(run.takeover ? { takeover: takeoverSummary(run.takeover) } : {}),
+    totalSeconds: run.elapsedSeconds(),
+    ...(run.audit ? { audit: run.audit } : {}),
+  };
+}
+
+/** The summary's view of a takeover check. */
+export function takeoverSummary(state: TakeoverState): NonNullable<HandoffSummary['takeover']> {
+  return {
+    revisionSeen: state.revisionSeen,
+    ownedObjects: state.ownedObjects,
+    notTakenOver: state.notTakenOver,
+    pushOnly: state.pushOnly,
+  };
+}
+
+/** Where the receipt points in the audit log. */
+export function receiptAuditFields(a: AuditAppendResult) {
+  return {
+    auditEventId: a.eventId,
+    auditEventDigest: a.eventDigest,
+    auditLogIndex: String(a.index),
+    auditCheckpoint: a.checkpoint,
+  };
+}
+
+/** Rules in the audit record's shape (mutable arrays, at most 64). */
+export function recordRules(rules: readonly RbacRule[]): NonNullable<HandoffRecord['credential']>['rbacRules'] {
+  return rules.slice(0, 64).map((r) => ({
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    apiGroups: [...r.apiGroups],
+    resources: [...r.resources],
+    verbs: [...r.verbs],
+    ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}),
+  }));
+}
+
+/** `sha256:<64 hex>` of a secret: what audit records carry instead of the secret. */
+export function fullFingerprint(secret: string): string {
+  return `sha256:${createHash('sha256').update(secret).digest('hex')}`;
+}
+
+/** `sha256:<64 hex>` of the API server CA certificate (DER). */
+function caFingerprint(c: KubeClients): string {
+  let pem = c.caData ? Buffer.from(c.caData, 'base64').toString('utf8') : '';
+  const caFile = c.kc.getCurrentCluster()?.caFile;
+  if (!pem && caFile) pem = readFileSync(caFile, 'utf8');
+  const b64 = pem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
+  return `sha256:${createHash('sha256').update(Buffer.from(b64, 'base64')).digest('hex')}`;
+}

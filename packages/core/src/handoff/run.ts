@@ -1,0 +1,236 @@
+import { HandoffOutcome } from '@baton/audit';
+import { BatonError, TimeoutError } from '@baton/errors';
+import type {
+  BootstrapIdentity,
+  BootstrapIdentityRef,
+  BootstrapRules,
+  Confinement,
+  HandoffLock,
+  KubeClients,
+  RevokeResult,
+  TokenReviewResult,
+} from '@baton/kube';
+import type { Logger } from 'pino';
+import type { AuditAppendResult } from '../audit-sink.js';
+import type { Clock } from '../clock.js';
+import type { HandoffPlan } from '../handoff-plan.js';
+import { Journal } from '../journal.js';
+import type { ManifestSet } from '../manifest-set.js';
+import type { Receipt } from '../receipt.js';
+import type { TakeoverState } from '../takeover.js';
+import type { HandoffDeps, HandoffStep } from './types.js';
+
+/** The confinement of this run's identity, as far as it got. */
+export interface ConfinementState {
+  readonly plan: Confinement;
+  /** Set once the policy and binding were created (a failed install may have left the policy alone). */
+  installedAt?: Date;
+  probeDenied: boolean;
+  closedAt?: Date;
+  removedAt?: Date;
+  /** Why the policy was kept, when it was. */
+  keptBecause?: string;
+}
+
+/** The revocation proof: the first 401 and the TokenReview after it. */
+export interface ProofState {
+  readonly probeStatus: number;
+  readonly review: TokenReviewResult;
+  readonly revokedAt: Date;
+  readonly provedAt: Date;
+  readonly proofWaitSeconds: number;
+}
+
+/**
+ * The state of one handoff run: what each step produced, in the order the steps run. Steps are functions of this
+ * state; the driver ({@link driveHandoff}) owns step entry, durations, the journal and the one `finally`.
+ */
+export class HandoffRun {
+  readonly runId: string;
+  readonly plan: HandoffPlan;
+  readonly deps: HandoffDeps;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly journal: Journal;
+  readonly t0: number;
+  readonly startedAt: Date;
+  readonly durations: Record<string, number> = {};
+  current: HandoffStep | 'validate' = 'validate';
+  private stepStart: number;
+
+  // validate
+  set: ManifestSet | undefined;
+  rules: BootstrapRules | undefined;
+  // preflight
+  operatorName = '';
+  lock: HandoffLock | undefined;
+  // cleanup
+  receipt: Receipt | undefined;
+  revision: string | undefined;
+  readonly leftoversRemoved: string[] = [];
+  readonly suspicious: string[] = [];
+  // confine, mint
+  ref: BootstrapIdentityRef | undefined;
+  confinement: ConfinementState | undefined;
+  identity: BootstrapIdentity | undefined;
+  issuedMs: number | undefined;
+  /** Clients that authenticate with the bootstrap token (push only). */
+  bootstrap: KubeClients | undefined;
+  // push, takeover
+  pushEndMs: number | undefined;
+  takeover: TakeoverState | undefined;
+  readinessSeconds: number | undefined;
+  controllerReadyAt: Date | undefined;
+  // how the pushing part ended
+  failure: unknown;
+  failedStep: string | undefined;
+  // revoke, prove, record
+  revoked: RevokeResult | undefined;
+  proof: ProofState | undefined;
+  /** Why the revocation is not proven (revoke or proof failed), when it is not. */
+  proofFailure: string | undefined;
+  audit: AuditAppendResult | undefined;
+  recordFailure: string | undefined;
+
+  /** Aborted by the push budget, a lost lock or the caller's signal: stops the pushing part, never revoke. */
+  readonly signal: AbortSignal;
+  readonly budget = new AbortController();
+  readonly lockLost = new AbortController();
+  private readonly budgetTimer = new AbortController();
+
+  constructor(plan: HandoffPlan, deps: HandoffDeps) {
+    this.plan = plan;
+    this.deps = deps;
+    this.runId = deps.newRunId();
+    this.clock = deps.clock;
+    this.log = deps.log.child({ runId: this.runId, cluster: plan.cluster.name });
+    this.journal = new Journal(plan.journalDir, plan.cluster.name);
+    this.t0 = this.clock.monotonicMs();
+    this.stepStart = this.t0;
+    this.startedAt = this.clock.now();
+    this.signal = AbortSignal.any([this.budget.signal, this.lockLost.signal, ...(deps.signal ? [deps.signal] : [])]);
+  }
+
+  /**
+   * Starts `step`: closes the previous step's duration, journals the transition (before the step acts), logs it and
+   * calls the `onStep` hook. Throws what the journal or the hook throws: in the pushing part, that fails the run
+   * (which then revokes); {@link enterSafely} is for the steps that must run whatever happens.
+   */
+  async enter(step: HandoffStep, data?: Record<string, unknown>): Promise<void> {
+    this.closeStep();
+    this.current = step;
+    this.journal.write(this.runId, step, this.clock.now(), data);
+    this.log.info({ step }, 'step');
+    await this.deps.onStep?.(step);
+  }
+
+  /** {@link enter} that never throws: a full disk or a failing hook must not skip a revoke. */
+  async enterSafely(step: HandoffStep, data?: Record<string, unknown>): Promise<void> {
+    this.closeStep();
+    this.current = step;
+    this.log.info({ step }, 'step');
+    this.journalSafely(step, data);
+    try {
+      await this.deps.onStep?.(step);
+    } catch (err) {
+      this.log.error({ step, err: safeError(err) }, 'step hook failed; the step runs anyway');
+    }
+  }
+
+  /** Appends to the journal; a failure is logged, never thrown. Returns whether the entry was written. */
+  journalSafely(step: string, data?: Record<string, unknown>, runId = this.runId): boolean {
+    try {
+      this.journal.write(runId, step, this.clock.now(), data);
+      return true;
+    } catch (err) {
+      this.log.error({ step, err: safeError(err) }, 'could not append to the journal');
+      return false;
+    }
+  }
+
+  /** Starts the push window: a hard budget on the credential's life, counted from its issue. */
+  startBudget(): void {
+    const budgetMs = this.plan.push.budgetSeconds * 1000 - (this.clock.monotonicMs() - (this.issuedMs ?? 0));
+    this.clock
+      .sleep(budgetMs, this.budgetTimer.signal)
+      .then(() =>
+        this.budget.abort(
+          new TimeoutError(
+            `push window budget of ${this.plan.push.budgetSeconds} s exceeded (push.budgetSeconds); the bootstrap credential was revoked`,
+          ),
+        ),
+      )
+      .catch(() => {});
+  }
+
+  /** Stops the push window's timer (the pushing part is over). */
+  stopBudget(): void {
+    this.budgetTimer.abort();
+  }
+
+  /** Records the duration of the step that is running. */
+  closeStep(): void {
+    this.durations[this.current] = Math.round(this.clock.monotonicMs() - this.stepStart);
+    this.stepStart = this.clock.monotonicMs();
+  }
+
+  /** Notes how the pushing part failed: the step it was in and the reason (the signal's, for an aborted wait). */
+  fail(err: unknown): void {
+    this.failure = this.signal.aborted && (err as Error)?.name === 'AbortError' ? this.signal.reason : err;
+    this.failedStep = this.current;
+    this.log.error({ step: this.current, err: safeError(this.failure) }, 'handoff step failed');
+  }
+
+  /** The outcome so far: failed, aborted (the operator's signal) or handed off; an unproven revocation fails it. */
+  outcome(): HandoffOutcome {
+    if (this.failure !== undefined)
+      return isAbort(this.failure, this.deps.signal) ? HandoffOutcome.aborted : HandoffOutcome.failed;
+    if (this.proofFailure || this.recordFailure) return HandoffOutcome.failed;
+    return HandoffOutcome.handedOff;
+  }
+
+  /** Every reason the run did not hand off, joined. */
+  error(): string | undefined {
+    const parts = [
+      this.failure !== undefined ? safeError(this.failure) : undefined,
+      this.proofFailure,
+      this.recordFailure,
+    ].filter((x): x is string => x !== undefined);
+    return parts.length > 0 ? parts.join('; ') : undefined;
+  }
+
+  /** The step to blame: where the pushing part failed, else revoke or prove, else record. */
+  blamedStep(): string | undefined {
+    if (this.failedStep) return this.failedStep;
+    if (this.proofFailure) return this.revoked ? 'prove' : 'revoke';
+    if (this.recordFailure) return 'record';
+    return undefined;
+  }
+
+  /** Seconds since the run started. */
+  elapsedSeconds(): number {
+    return seconds(this.clock.monotonicMs() - this.t0);
+  }
+}
+
+// A deadline (`baton up --timeout`) is a failure; an operator's signal is an abort.
+function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
+  if (err instanceof TimeoutError) return false;
+  return signal?.aborted === true && (err === signal.reason || (err as Error)?.name === 'AbortError');
+}
+
+/** A secret-free one-line description of an error. */
+export function safeError(err: unknown): string {
+  if (err instanceof BatonError || err instanceof Error) return err.message.split('\n').slice(0, 6).join(' ');
+  return String(err);
+}
+
+/** Milliseconds to seconds, rounded to the millisecond. */
+export function seconds(ms: number): number {
+  return round(ms / 1000);
+}
+
+/** Rounded to three decimals. */
+export function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -1,0 +1,244 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
+import { type HandoffSummary, runHandoff } from '@baton/core';
+import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
+import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestController } from '../../support/gitops-controller.js';
+import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
+import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { adminClients, confinementsLeft, deleteNamespaceAndWait, statusOfCall } from '../../support/kube.js';
+
+// Revocation on every path, whatever the journal, the audit log, the signals and the API server do; cleanup that a
+// labelled decoy cannot mislead; an operator kubeconfig whose CA, certificate and key are files.
+const execFileAsync = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
+const baton = (args: string[]) =>
+  execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
+
+let cluster: Cluster;
+let git: GitServer;
+let controller: TestController | undefined;
+const envs: HandoffEnv[] = [];
+
+beforeAll(async () => {
+  cluster = await startCluster({ nodes: 1 });
+  git = await startGitServer();
+});
+
+afterAll(async () => {
+  await controller?.stop();
+  for (const e of envs) await e.stop();
+  await git?.stop();
+  await cluster?.stop();
+});
+
+/** A fresh revision to hand off on the same cluster: no receipt, the earlier controller stopped, a new one if asked. */
+async function freshRun(o: { controller: boolean; kubeconfigPath?: string } = { controller: true }) {
+  await controller?.stop();
+  controller = undefined;
+  const admin = adminClients(cluster.kubeconfigPath);
+  await admin.core.deleteNamespacedConfigMap({ namespace: 'baton-system', name: 'baton-receipt' }).catch(() => {});
+  // The earlier controller's objects (its pull credential holds the earlier Git password) would conflict.
+  await deleteNamespaceAndWait(cluster.kubeconfigPath, 'gitops-system');
+  const e = await createHandoffEnv({ kubeconfigPath: o.kubeconfigPath ?? cluster.kubeconfigPath, git });
+  envs.push(e);
+  if (o.controller) controller = startControllerFor(e, cluster.kubeconfigPath);
+  return e;
+}
+
+async function expectNothingLeft(e: HandoffEnv) {
+  const { operator } = testHandoffDeps(e.loaded, cluster.kubeconfigPath).deps;
+  expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+  expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
+}
+
+describe('revocation on every path', () => {
+  it('retries a revoke while the API server is stopped (SIGSTOP) and proves it once it answers (SIGCONT)', async () => {
+    const e = await freshRun();
+    const apiserver = cluster.pids['kube-apiserver']!;
+    let stoppedAt = 0;
+    const { deps, captured } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
+      requestTimeoutMs: 1000,
+      onStep: (step) => {
+        if (step !== 'revoke') return;
+        process.kill(apiserver, 'SIGSTOP');
+        stoppedAt = Date.now();
+        setTimeout(() => process.kill(apiserver, 'SIGCONT'), 5000);
+      },
+    });
+    let s: HandoffSummary;
+    try {
+      s = await runHandoff(e.loaded, deps);
+    } finally {
+      process.kill(apiserver, 'SIGCONT');
+    }
+    expect(s.outcome, s.error).toBe('handed-off');
+    expect(captured.text()).toContain('revoke failed; retrying');
+    expect(Date.parse(s.credential!.secretDeletedAt!)).toBeGreaterThanOrEqual(stoppedAt + 4000);
+    expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    await expectNothingLeft(e);
+  });
+
+  it('revokes and proves when the journal cannot be written from the takeover on', async () => {
+    const e = await freshRun();
+    const journal = join(e.loaded.plan.journalDir, `${e.loaded.plan.cluster.name}.jsonl`);
+    const { deps, captured } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
+      onStep: (step) => {
+        if (step !== 'takeover') return;
+        // Root writes through file modes: a directory where the journal file was fails every append (EISDIR).
+        rmSync(journal);
+        mkdirSync(journal);
+      },
+    });
+    const s = await runHandoff(e.loaded, deps);
+    expect(captured.text()).toContain('could not append to the journal');
+    expect(s.outcome, s.error).toBe('handed-off');
+    expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    await expectNothingLeft(e);
+    rmSync(journal, { recursive: true });
+  });
+
+  it('keeps an event the audit log refused in the journal, exits failed saying so, and the next run appends it', async () => {
+    const e = await freshRun();
+    mkdirSync(e.auditLogPath);
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    const first = await runHandoff(e.loaded, deps);
+    expect(first.outcome).toBe('failed');
+    expect(first.failedStep).toBe('record');
+    expect(first.error).toContain('the event is kept in the journal');
+    expect(first.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    rmSync(e.auditLogPath, { recursive: true });
+    const { stdout } = await baton(['up', '--plan', e.planPath, '-o', 'json']);
+    const second = JSON.parse(stdout) as HandoffSummary;
+    expect(second.outcome).toBe('already-handed-off');
+    expect(second.credential).toBeUndefined();
+    const entries = [];
+    for await (const x of readEntries(e.auditLogPath)) entries.push(x.statement.predicate);
+    expect(entries.map((x) => [x.runId, x.outcome])).toEqual([[first.runId, 'handed-off']]);
+    expect(entries[0]!.revocation?.directRequest.statusCode).toBe(401);
+    expect(await verifyLog(e.auditLogPath, await loadTrustedKeys(e.keysPath))).toMatchObject({ ok: true, entries: 1 });
+  });
+
+  it('a second SIGINT during the revoke does not stop baton up before the credential is revoked and proven', async () => {
+    const e = await freshRun({ controller: false });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    let sent = 0;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (sent === 0 && stderr.includes('"step":"takeover"')) {
+        sent++;
+        child.kill('SIGINT');
+      } else if (sent === 1 && stderr.includes('"step":"revoke"')) {
+        sent++;
+        child.kill('SIGINT');
+      }
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(sent).toBe(2);
+    expect(code).toBe(1);
+    expect(stderr).toContain('still revoking, proving and recording');
+    const s = JSON.parse(stdout) as HandoffSummary;
+    expect(s.outcome).toBe('aborted');
+    expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    expect(stdout + stderr).not.toMatch(JWT_PATTERN);
+    await expectNothingLeft(e);
+  });
+});
+
+describe('cleanup that a label cannot mislead', () => {
+  it('baton revoke deletes only objects baton created and reports labelled decoys', async () => {
+    const e = envs.at(-1)!;
+    const admin = adminClients(cluster.kubeconfigPath);
+    const labels = { 'baton.dev/component': 'bootstrap-credential', 'baton.dev/run-id': 'decoy' };
+    await admin.core.createNamespace({ body: { metadata: { name: 'tenant' } } }).catch(() => {});
+    await admin.core.createNamespacedServiceAccount({
+      namespace: 'baton-system',
+      body: { metadata: { name: 'baton-controller' } },
+    });
+    // The decoy of the review: a Role named like the controller, labelled as a run's bootstrap object.
+    await admin.rbac.createNamespacedRole({
+      namespace: 'tenant',
+      body: { metadata: { name: 'baton-controller', labels }, rules: [] },
+    });
+    // Named like a run's object, but created by someone else (no baton-mint in its managedFields).
+    await admin.core.createNamespacedServiceAccount({
+      namespace: 'baton-system',
+      body: { metadata: { name: 'baton-bootstrap-decoy', labels } },
+    });
+    const { stdout, stderr } = await baton(['revoke', '--plan', e.planPath, '-o', 'json']);
+    expect(JSON.parse(stdout)).toEqual([]);
+    expect(stderr).toContain('not deleted: Role/tenant/baton-controller: its name is not baton-bootstrap-decoy');
+    expect(stderr).toContain(
+      'not deleted: ServiceAccount/baton-system/baton-bootstrap-decoy: it was not created by baton',
+    );
+    for (const read of [
+      () => admin.core.readNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-controller' }),
+      () => admin.rbac.readNamespacedRole({ namespace: 'tenant', name: 'baton-controller' }),
+      () => admin.core.readNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-bootstrap-decoy' }),
+    ])
+      expect(await statusOfCall(read)).toBe(200);
+    await admin.core.deleteNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-bootstrap-decoy' });
+  });
+});
+
+describe('an operator kubeconfig with files', () => {
+  it('hands off with certificate-authority, client-certificate and client-key as file paths', async () => {
+    const kubeconfigPath = writeFileKubeconfig();
+    const e = await freshRun({ controller: true, kubeconfigPath });
+    const { deps } = testHandoffDeps(e.loaded, kubeconfigPath, {
+      operator: clientsFromKubeconfigFile(kubeconfigPath),
+    });
+    expect(deps.operator.caData).toBeUndefined();
+    const s = await runHandoff(e.loaded, deps);
+    expect(s.outcome, s.error).toBe('handed-off');
+    expect(s.confinement?.probeDenied).toBe(true);
+    expect(s.proof?.probeStatus).toBe(401);
+    await expectNothingLeft(e);
+  });
+});
+
+/** The admin kubeconfig rewritten with its CA, certificate and key in files next to it (as minikube writes them). */
+function writeFileKubeconfig(): string {
+  const admin = adminClients(cluster.kubeconfigPath).kc;
+  const c = admin.getCurrentCluster()!;
+  const u = admin.getCurrentUser()!;
+  const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-files-'));
+  const file = (name: string, b64: string | undefined) => {
+    writeFileSync(join(dir, name), Buffer.from(b64 ?? '', 'base64'), { mode: 0o600 });
+    return join(dir, name);
+  };
+  const path = join(dir, 'config');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: c.server, 'certificate-authority': file('ca.crt', c.caData) } }],
+      users: [
+        {
+          name: 'u',
+          user: { 'client-certificate': file('client.crt', u.certData), 'client-key': file('client.key', u.keyData) },
+        },
+      ],
+      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'ctx',
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}
