@@ -26,7 +26,8 @@ export const NOUNS = {
     load: async () => (await import('./up/command.js')).upCommand(),
   },
   revoke: {
-    summary: 'find bootstrap credentials left by earlier runs (by label) and delete them',
+    summary:
+      'find bootstrap credentials and confinements left by earlier runs and delete them (only objects baton created)',
     load: async () => (await import('./revoke/command.js')).revokeCommand(),
   },
   status: {
