@@ -67,3 +67,24 @@ export function auditEventsBy(auditLogPath: string, username: string): ApiAuditE
     .map((l) => JSON.parse(l) as ApiAuditEvent)
     .filter((e) => e.stage === 'ResponseComplete' && e.user?.username === username);
 }
+
+/**
+ * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource, not the
+ * confinement's dry-run probe): one per credential minted. `sinceMs` leaves out earlier requests (a cluster reused across cases).
+ */
+export function bootstrapMints(auditLogPath: string, sinceMs = 0): ApiAuditEvent[] {
+  return readFileSync(auditLogPath, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ApiAuditEvent)
+    .filter(
+      (e) =>
+        e.stage === 'ResponseComplete' &&
+        e.verb === 'create' &&
+        e.objectRef?.resource === 'serviceaccounts' &&
+        e.objectRef.subresource === undefined &&
+        !e.requestURI.includes('dryRun=') &&
+        e.objectRef.name?.startsWith('baton-bootstrap-') === true &&
+        Date.parse(e.requestReceivedTimestamp) >= sinceMs,
+    );
+}

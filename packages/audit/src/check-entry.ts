@@ -1,7 +1,6 @@
-import { envelopeFieldsOf, type LogEntry } from './handoff-event.js';
+import { type AuditStatement, envelopeFieldsOfStatement, type LogEntry } from './handoff-event.js';
 import { parseLogLine, parseStatementPayload } from './parse-entry.js';
 import { decodeStrictBase64, verifyEd25519 } from './signing-key.js';
-import type { HandoffStatement } from './statement.js';
 import { isKeyValidAt, type TrustedKey, type TrustedKeySet } from './trusted-keys.js';
 
 /**
@@ -33,7 +32,7 @@ export interface EntryCheck {
   readonly problem: { readonly kind: EntryProblem; readonly message: string } | undefined;
   /** The parsed entry and statement, when `decode` was asked for and the line parsed. */
   readonly entry?: LogEntry;
-  readonly statement?: HandoffStatement;
+  readonly statement?: AuditStatement;
 }
 
 /** A trusted key that a DSSE signature of the entry names, with that signature (undefined: not canonical base64). */
@@ -106,19 +105,18 @@ export function finishEntryCheck(
   }
   const statement = parseStatementPayload(pending.payload);
   if (typeof statement === 'string') return failed(EntryProblem.corrupt, statement, index, recordedMs);
-  const record = statement.predicate;
-  const eventMs = Date.parse(record.finishedAt);
+  const expected = envelopeFieldsOfStatement(statement);
+  const eventMs = Date.parse(expected.time);
   if (!verified.some((c) => isKeyValidAt(c.key, eventMs))) {
     const k = verified[0]!.key;
     return failed(
       EntryProblem.unknownKey,
-      `is signed by ${k.name}, which is trusted only ${windowText(k)}, but the event is dated ${record.finishedAt}`,
+      `is signed by ${k.name}, which is trusted only ${windowText(k)}, but the event is dated ${expected.time}`,
       index,
       recordedMs,
     );
   }
-  const expected = envelopeFieldsOf(record);
-  for (const field of ['id', 'source', 'subject', 'time'] as const) {
+  for (const field of ['id', 'source', 'type', 'subject', 'time'] as const) {
     if (entry[field] !== expected[field]) {
       return failed(
         EntryProblem.binding,

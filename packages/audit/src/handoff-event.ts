@@ -2,10 +2,19 @@ import { ConfigError } from '@baton/errors';
 import { z } from 'zod';
 import { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
 import { fastSafeParse } from './fast-validator.js';
+import {
+  buildFleetStatement,
+  FLEET_EVENT_TYPE,
+  FLEET_PREDICATE_TYPE,
+  type FleetRecord,
+  FleetRecordSchema,
+  type FleetStatement,
+  fleetEventTime,
+} from './fleet-record.js';
 import { type HandoffRecord, HandoffRecordSchema } from './handoff-record.js';
 import { formatPath } from './parse-yaml.js';
 import type { Signer } from './signing-key.js';
-import { buildStatement } from './statement.js';
+import { buildStatement, type HandoffStatement } from './statement.js';
 
 /** CloudEvents `type` of a handoff event. */
 export const HANDOFF_EVENT_TYPE = 'dev.baton.handoff.v1';
@@ -15,18 +24,19 @@ export const DSSE_CONTENT_TYPE = 'application/vnd.dsse.envelope.v1+json';
 const Timestamp = z.iso.datetime({ offset: true });
 
 /**
- * A signed handoff event: a CloudEvents 1.0 JSON envelope whose `data` is a DSSE envelope around an in-toto
+ * A signed event of the audit log: a CloudEvents 1.0 JSON envelope whose `data` is a DSSE envelope around an in-toto
  * Statement v1. `id`, `source`, `subject` and `time` are derived from the signed record, so a verifier can check
- * the unsigned envelope against it.
+ * the unsigned envelope against it. Most events are handoffs (`dev.baton.handoff.v1`); a fleet run frames its
+ * handoffs with a `fleet-started` and a `fleet-finished` event (`dev.baton.fleet.v1`).
  */
 export const HandoffEventSchema = z
   .strictObject({
     specversion: z.literal('1.0'),
-    id: z.string().min(1).max(128).describe('the record runId'),
+    id: z.string().min(1).max(128).describe('the record runId (fleet: <fleetRunId>.started or .finished)'),
     source: z.string().min(1).max(256).describe('urn:baton:<actor.via>'),
-    type: z.literal(HANDOFF_EVENT_TYPE),
-    subject: z.string().min(1).max(300).describe('cluster/<cluster.name>'),
-    time: Timestamp.describe('the record finishedAt'),
+    type: z.enum([HANDOFF_EVENT_TYPE, FLEET_EVENT_TYPE]),
+    subject: z.string().min(1).max(300).describe('cluster/<cluster.name> (fleet: fleet/<fleet.name>)'),
+    time: Timestamp.describe('the record finishedAt (fleet-started: startedAt)'),
     datacontenttype: z.literal(DSSE_CONTENT_TYPE),
     data: DsseEnvelopeSchema,
   })
@@ -61,6 +71,33 @@ export function envelopeFieldsOf(record: HandoffRecord): Pick<HandoffEvent, 'id'
   };
 }
 
+/** The envelope fields a fleet record determines. */
+export function fleetEnvelopeFieldsOf(record: FleetRecord): Pick<HandoffEvent, 'id' | 'source' | 'subject' | 'time'> {
+  return {
+    id: `${record.fleetRunId}.${record.phase}`,
+    source: `urn:baton:${record.actor.via}`,
+    subject: `fleet/${record.fleet.name}`,
+    time: fleetEventTime(record),
+  };
+}
+
+/** A statement of either kind of event. */
+export type AuditStatement = HandoffStatement | FleetStatement;
+
+/** Whether a statement is a fleet run's. */
+export function isFleetStatement(s: AuditStatement): s is FleetStatement {
+  return s.predicateType === FLEET_PREDICATE_TYPE;
+}
+
+/** The envelope fields (type included) a statement of either kind determines. */
+export function envelopeFieldsOfStatement(
+  s: AuditStatement,
+): Pick<HandoffEvent, 'id' | 'source' | 'type' | 'subject' | 'time'> {
+  return isFleetStatement(s)
+    ? { ...fleetEnvelopeFieldsOf(s.predicate), type: FLEET_EVENT_TYPE }
+    : { ...envelopeFieldsOf(s.predicate), type: HANDOFF_EVENT_TYPE };
+}
+
 // Strings that are credentials, not fingerprints: a JWT (every k8s service-account token) or a PEM private key.
 // Narrow on purpose: a false positive would make a handoff unrecordable.
 const SECRET_PATTERNS: readonly RegExp[] = [
@@ -69,6 +106,29 @@ const SECRET_PATTERNS: readonly RegExp[] = [
 ];
 
 const parseRecord = fastSafeParse(HandoffRecordSchema);
+
+/**
+ * Builds and signs a fleet run's `fleet-started` or `fleet-finished` event.
+ * @throws {ConfigError} when the record breaks {@link FleetRecordSchema}, naming the field and rule.
+ */
+export function createFleetEvent(record: FleetRecord, signer: Signer | readonly Signer[]): HandoffEvent {
+  const parsed = FleetRecordSchema.safeParse(record);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`fleet record ${formatPath(issue.path)}: ${issue.message}`, {
+      details: { path: formatPath(issue.path) },
+    });
+  }
+  const signers = Array.isArray(signer) ? (signer as readonly Signer[]) : [signer as Signer];
+  const payload = Buffer.from(JSON.stringify(buildFleetStatement(parsed.data)), 'utf8');
+  return {
+    specversion: '1.0',
+    ...fleetEnvelopeFieldsOf(parsed.data),
+    type: FLEET_EVENT_TYPE,
+    datacontenttype: DSSE_CONTENT_TYPE,
+    data: signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, signers),
+  };
+}
 
 /**
  * Builds and signs the audit event for a handoff record.

@@ -6,12 +6,16 @@ export { DEFAULT_ORIGIN, formatCheckpoint, parseCheckpoint } from './checkpoint.
 export { checkpointsDir, listCheckpoints } from './checkpoint-store.js';
 export type { DsseEnvelope } from './dsse.js';
 export { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, preAuthEncoding } from './dsse.js';
-export type { HandoffEvent, LogEntry } from './handoff-event.js';
+export type { FleetRecord, FleetStatement } from './fleet-record.js';
+export { FLEET_EVENT_TYPE, FLEET_PREDICATE_TYPE, FleetRecordSchema, FleetStatementSchema } from './fleet-record.js';
+export type { AuditStatement, HandoffEvent, LogEntry } from './handoff-event.js';
 export {
+  createFleetEvent,
   createHandoffEvent,
   DSSE_CONTENT_TYPE,
   HANDOFF_EVENT_TYPE,
   HandoffEventSchema,
+  isFleetStatement,
   LogEntrySchema,
 } from './handoff-event.js';
 export type { HandoffRecord } from './handoff-record.js';
@@ -35,7 +39,7 @@ export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from 
 export { isProcessAlive } from './process-alive.js';
 export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
 export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
-export type { DecodedEntry, ReadEntriesOptions } from './read-entries.js';
+export type { DecodedEntry, DecodedFleetEntry, ReadEntriesOptions } from './read-entries.js';
 export { decodeEntry, readEntries } from './read-entries.js';
 export { renderReport } from './render-report.js';
 export type { BuildReportOptions } from './report.js';

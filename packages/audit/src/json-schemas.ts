@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FleetRecordSchema, FleetStatementSchema } from './fleet-record.js';
 import { LogEntrySchema } from './handoff-event.js';
 import { HandoffRecordSchema } from './handoff-record.js';
 import { HandoffStatementSchema } from './statement.js';
@@ -13,6 +14,8 @@ export function jsonSchemas(): Record<string, unknown> {
     ...z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'throw', io: 'input' }),
   });
   return {
+    'fleet-record.schema.json': gen(FleetRecordSchema, 'fleet-record.schema.json'),
+    'fleet-statement.schema.json': gen(FleetStatementSchema, 'fleet-statement.schema.json'),
     'handoff-record.schema.json': gen(HandoffRecordSchema, 'handoff-record.schema.json'),
     'handoff-statement.schema.json': gen(HandoffStatementSchema, 'handoff-statement.schema.json'),
     'log-entry.schema.json': gen(LogEntrySchema, 'log-entry.schema.json'),

@@ -1,14 +1,17 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import { IN_TOTO_PAYLOAD_TYPE, preAuthHeader } from './dsse.js';
 import { fastSafeParse } from './fast-validator.js';
-import { type LogEntry, LogEntrySchema } from './handoff-event.js';
+import { FLEET_PREDICATE_TYPE, FleetStatementSchema } from './fleet-record.js';
+import { type AuditStatement, type LogEntry, LogEntrySchema } from './handoff-event.js';
 import { formatPath } from './parse-yaml.js';
 import { decodeStrictBase64 } from './signing-key.js';
-import { type HandoffStatement, HandoffStatementSchema } from './statement.js';
+import { HandoffStatementSchema } from './statement.js';
 
 // Verification parses every line and statement: the compiled fast path saves most of zod's per-node cost.
 const parseEntry = fastSafeParse(LogEntrySchema);
 const parseStatement = fastSafeParse(HandoffStatementSchema);
+// Two fleet events per fleet run: zod's own parse is cheap enough there.
+const parseFleetStatement = (v: unknown) => FleetStatementSchema.safeParse(v);
 
 /** A log line that parsed as an entry, with its decoded DSSE payload. */
 export interface ParsedLine {
@@ -58,15 +61,16 @@ export function parseLogLine(line: Uint8Array): ParsedLine | LineProblem {
   return { entry, payload: pae.subarray(header.length), pae };
 }
 
-/** Parses a DSSE payload as a handoff statement. Returns a reason string instead of throwing. */
-export function parseStatementPayload(payload: Buffer): HandoffStatement | string {
+/** Parses a DSSE payload as a handoff (or fleet) statement. Returns a reason string instead of throwing. */
+export function parseStatementPayload(payload: Buffer): AuditStatement | string {
   let json: unknown;
   try {
     json = JSON.parse(decodeText(payload, isAscii(payload)));
   } catch {
     return 'has a signed payload that is not JSON';
   }
-  const statement = parseStatement(json);
+  const isFleet = (json as { predicateType?: unknown } | null)?.predicateType === FLEET_PREDICATE_TYPE;
+  const statement = isFleet ? parseFleetStatement(json) : parseStatement(json);
   if (statement.success) return statement.data;
   const issue = statement.error.issues[0]!;
   return `has a signed statement that breaks the schema at ${formatPath(issue.path)}: ${issue.message}`;

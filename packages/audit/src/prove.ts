@@ -2,12 +2,11 @@ import { AuditVerifyError, ConfigError } from '@baton/errors';
 import { checkEntry } from './check-entry.js';
 import { parseCheckpoint } from './checkpoint.js';
 import { listCheckpoints, readCheckpointFile } from './checkpoint-store.js';
-import type { LogEntry } from './handoff-event.js';
+import type { AuditStatement, LogEntry } from './handoff-event.js';
 import { readLeafHashes } from './leaf-hashes.js';
 import { consistencyProof, inclusionProof, verifyInclusionProof } from './merkle-proof.js';
 import { hashLeaf, subtreeRoot } from './merkle-tree.js';
 import { parseNote } from './signed-note.js';
-import type { HandoffStatement } from './statement.js';
 import type { TrustedKeySet } from './trusted-keys.js';
 import { verifyCheckpointNote } from './verify-checkpoint.js';
 import type { VerifyFailureKind } from './verify-result.js';
@@ -102,7 +101,7 @@ export type InclusionVerdict =
       readonly index: number;
       readonly treeSize: number;
       readonly entry: LogEntry;
-      readonly statement: HandoffStatement;
+      readonly statement: AuditStatement;
     }
   | { readonly ok: false; readonly kind: VerifyFailureKind; readonly message: string };
 

@@ -1,6 +1,7 @@
 import { ConfigError } from '@baton/errors';
+import type { FleetStatement } from './fleet-record.js';
 import { describeFsError } from './fs-error.js';
-import type { LogEntry } from './handoff-event.js';
+import { type AuditStatement, isFleetStatement, type LogEntry } from './handoff-event.js';
 import { forEachLine, type LineBlock, readLineBlocks } from './line-blocks.js';
 import { parseLogLine, parseStatementPayload } from './parse-entry.js';
 import type { HandoffStatement } from './statement.js';
@@ -13,8 +14,15 @@ export interface DecodedEntry {
   readonly statement: HandoffStatement;
 }
 
+/** A fleet run's `fleet-started` or `fleet-finished` event read back from a log (not verified). */
+export interface DecodedFleetEntry {
+  readonly index: number;
+  readonly entry: LogEntry;
+  readonly statement: FleetStatement;
+}
+
 /** Decodes one log line without checking signatures. Returns a reason string instead of throwing. */
-export function decodeEntry(line: Uint8Array): { entry: LogEntry; statement: HandoffStatement } | string {
+export function decodeEntry(line: Uint8Array): { entry: LogEntry; statement: AuditStatement } | string {
   const parsed = parseLogLine(line);
   if ('problem' in parsed) return parsed.problem;
   const statement = parseStatementPayload(parsed.payload);
@@ -25,11 +33,13 @@ export function decodeEntry(line: Uint8Array): { entry: LogEntry; statement: Han
 export interface ReadEntriesOptions {
   /** Called for a line that is not an entry, which is then skipped. @default throw a ConfigError */
   readonly onBadLine?: (index: number, reason: string) => void;
+  /** Called for each fleet event (they frame a fleet run's handoffs). @default skipped */
+  readonly onFleetEvent?: (entry: DecodedFleetEntry) => void;
 }
 
 /**
- * Streams a log's entries in order, decoded but not verified (for listing and reports). A trailing line without a
- * newline (an append in progress) is skipped.
+ * Streams a log's handoff entries in order, decoded but not verified (for listing and reports); fleet events go to
+ * `onFleetEvent`. A trailing line without a newline (an append in progress) is skipped.
  * @throws {ConfigError} when the file cannot be read or (without `onBadLine`) a line is not an entry, naming the
  * file, line and cause.
  */
@@ -60,7 +70,8 @@ export async function* readEntries(logPath: string, options: ReadEntriesOptions 
           `${logPath}:${index + 1}: entry ${index} ${d}; run \`baton audit verify\` to check the whole log`,
         );
       }
-      decoded.push({ index, ...d });
+      if (isFleetStatement(d.statement)) options.onFleetEvent?.({ index, entry: d.entry, statement: d.statement });
+      else decoded.push({ index, entry: d.entry, statement: d.statement });
       index++;
     });
     yield* decoded;

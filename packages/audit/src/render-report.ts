@@ -1,4 +1,4 @@
-import type { HandoffSummary, ReportModel } from './report-model.js';
+import type { FleetRunSummary, HandoffSummary, ReportModel } from './report-model.js';
 
 const OUTCOME_COLOR = { 'handed-off': '#2e7d32', failed: '#c62828', aborted: '#ef8f00' } as const;
 const TIMELINE_ROWS = 24;
@@ -36,6 +36,7 @@ controller was ready, the orange bar is how long the credential could be used (u
 never was). Rows on red failed or were aborted.</p>
 ${windowsSvg(model.recent)}
 </section>
+${fleetSection(model.fleetRuns)}
 ${tableSection(model.recent)}
 <footer>Check this log yourself: <code>baton audit verify ${esc(model.log)} --keys trusted-keys.yaml</code></footer>
 </body>
@@ -187,6 +188,37 @@ ${rows}
 </tbody></table></div></section>`;
 }
 
+function fleetSection(runs: readonly FleetRunSummary[]): string {
+  if (runs.length === 0) return '';
+  const body = [...runs]
+    .reverse()
+    .map((r) => {
+      const outcome = r.outcome ?? 'running (no fleet-finished event)';
+      const cls = r.outcome === 'succeeded' ? 'handed-off' : r.outcome === 'partial' ? 'aborted' : 'failed';
+      const budget = `failed ${r.budget.failed ?? '?'} of budget ${r.budget.allowed}`;
+      const waves = r.waves
+        .map((w) => {
+          const names = w.clusters
+            .map(
+              (c) =>
+                `<span class="c ${esc(c.status ?? 'pending')}" title="${esc(c.status ?? 'pending')}">${esc(c.name)}</span>`,
+            )
+            .join(' ');
+          return `<tr class="${w.failed > 0 ? 'failed' : ''}"><td>${w.index + 1}</td><td>${esc(w.name)}</td><td class="num">${w.clusters.length}</td><td class="num">${w.handedOff}</td><td class="num">${w.failed}</td><td class="num">${w.notStarted}</td><td class="names">${names}</td></tr>`;
+        })
+        .join('\n');
+      return `<div class="fleet-run"><h3>${esc(r.fleet)} <span class="badge ${cls}">${esc(outcome)}</span></h3>
+<p class="meta">fleet run <code>${esc(r.fleetRunId)}</code> · ${esc(r.engine)} engine${r.shard ? ` · shard ${esc(r.shard)}` : ''} · concurrency ${r.concurrency} · ${esc(budget)} · ${esc(r.actor)} · ${esc(iso(r.startedMs))}${r.finishedMs ? ` to ${esc(iso(r.finishedMs))}` : ''}</p>
+<table><thead><tr><th>wave</th><th>name</th><th>clusters</th><th>handed off</th><th>failed</th><th>not started</th><th>clusters</th></tr></thead><tbody>
+${waves}
+</tbody></table></div>`;
+    })
+    .join('\n');
+  return `<section id="fleet"><h2>Fleet rollouts</h2>
+<p class="hint">Each fleet run, wave by wave in the order they ran: how many clusters each wave handed off, failed or never started (the failure budget was spent first).</p>
+${body}</section>`;
+}
+
 function legend(items: readonly (readonly [string, string])[]): string {
   return `<p class="legend">${items.map(([label, color]) => `<span><i style="background:${color}"></i>${esc(label)}</span>`).join('')}</p>`;
 }
@@ -231,5 +263,8 @@ table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{text-align:left
 th{background:#f7f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.failed td{background:#fff3f3}
 .badge{border-radius:10px;padding:1px 8px;font-size:11.5px;color:#fff}.badge.handed-off{background:#2e7d32}.badge.failed{background:var(--bad)}.badge.aborted{background:#ef8f00}
+.fleet-run{margin:12px 0 18px}.fleet-run h3{font-size:15px;margin:0 0 4px}
+td.names{white-space:normal}.c{display:inline-block;border-radius:3px;padding:0 4px;margin:1px;font-size:11.5px;background:#f3f5f8}
+.c.handed-off,.c.already-handed-off{background:#e8f5e9}.c.failed,.c.aborted{background:#ffebee;color:var(--bad)}.c.not-started{color:var(--muted);text-decoration:line-through}
 footer{color:var(--muted);margin-top:28px;border-top:1px solid var(--line);padding-top:12px}
 `;

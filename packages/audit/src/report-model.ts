@@ -1,4 +1,4 @@
-import type { DecodedEntry } from './read-entries.js';
+import type { DecodedEntry, DecodedFleetEntry } from './read-entries.js';
 import type { VerifyResult } from './verify-result.js';
 
 /** One handoff as the report shows it (times in epoch ms). */
@@ -36,6 +36,32 @@ export interface ClusterSummary {
   readonly lastFinishedMs: number;
 }
 
+/** One wave of a fleet rollout as the report shows it. */
+export interface FleetWaveSummary {
+  readonly index: number;
+  readonly name: string;
+  readonly clusters: readonly { readonly name: string; readonly status: string | undefined }[];
+  readonly handedOff: number;
+  readonly failed: number;
+  readonly notStarted: number;
+}
+
+/** One fleet run: its `fleet-started` event, and its `fleet-finished` event once it is in the log. */
+export interface FleetRunSummary {
+  readonly fleetRunId: string;
+  readonly fleet: string;
+  readonly engine: string;
+  readonly shard: string | undefined;
+  readonly actor: string;
+  readonly startedMs: number;
+  readonly finishedMs: number | undefined;
+  /** `succeeded`, `partial`, `halted`, `aborted`; undefined while no fleet-finished event is in the log. */
+  readonly outcome: string | undefined;
+  readonly budget: { readonly allowed: number; readonly failed: number | undefined };
+  readonly concurrency: number;
+  readonly waves: readonly FleetWaveSummary[];
+}
+
 /** Everything the HTML report shows. */
 export interface ReportModel {
   readonly log: string;
@@ -50,8 +76,12 @@ export interface ReportModel {
   readonly clusters: readonly ClusterSummary[];
   /** The most recent handoffs, oldest first. */
   readonly recent: readonly HandoffSummary[];
+  /** The most recent fleet runs (rollout per wave), oldest first. */
+  readonly fleetRuns: readonly FleetRunSummary[];
   readonly verification: VerifyResult | undefined;
 }
+
+const FLEET_RUNS_SHOWN = 20;
 
 /** Options of {@link ReportBuilder}. */
 export interface ReportBuilderOptions {
@@ -74,6 +104,7 @@ export class ReportBuilder {
   #live = new Float64Array(1024);
   #liveCount = 0;
   #totals = { handoffs: 0, handedOff: 0, failed: 0, aborted: 0 };
+  readonly #fleetRuns = new Map<string, FleetRunSummary>();
 
   constructor(options: ReportBuilderOptions = {}) {
     this.#recentLimit = options.recent ?? 300;
@@ -128,6 +159,40 @@ export class ReportBuilder {
     if (this.#recent.length >= this.#recentLimit * 2) this.#recent.splice(0, this.#recent.length - this.#recentLimit);
   }
 
+  /** Adds a fleet event: `fleet-started` opens a rollout, `fleet-finished` fills in how each cluster ended. */
+  addFleet(decoded: DecodedFleetEntry): void {
+    const r = decoded.statement.predicate;
+    const prev = this.#fleetRuns.get(r.fleetRunId);
+    const waves = r.waves.map((w) => {
+      const clusters = w.clusters.map((c) => ({ name: c.name, status: c.status }));
+      const count = (s: string) => clusters.filter((c) => c.status === s).length;
+      return {
+        index: w.index,
+        name: w.name,
+        clusters,
+        handedOff: count('handed-off') + count('already-handed-off'),
+        failed: count('failed') + count('aborted'),
+        notStarted: count('not-started'),
+      };
+    });
+    this.#fleetRuns.delete(r.fleetRunId);
+    this.#fleetRuns.set(r.fleetRunId, {
+      fleetRunId: r.fleetRunId,
+      fleet: r.fleet.name,
+      engine: r.engine,
+      shard: r.shard ? `${r.shard.index}/${r.shard.count}` : undefined,
+      actor: `${r.actor.user} via ${r.actor.via}`,
+      startedMs: prev?.startedMs ?? Date.parse(r.startedAt),
+      finishedMs: r.finishedAt ? Date.parse(r.finishedAt) : undefined,
+      outcome: r.outcome,
+      budget: { allowed: r.policy.failureBudget, failed: r.failed },
+      concurrency: r.policy.concurrency,
+      waves,
+    });
+    // Bounded like the handoffs: a report shows the latest rollouts.
+    if (this.#fleetRuns.size > FLEET_RUNS_SHOWN) this.#fleetRuns.delete(this.#fleetRuns.keys().next().value!);
+  }
+
   /** Builds the model; `verification` is the result of verifyLog, when keys were given. */
   build(log: string, generatedAt: Date, verification?: VerifyResult): ReportModel {
     const live = this.#live.slice(0, this.#liveCount).sort();
@@ -141,6 +206,7 @@ export class ReportBuilder {
         .map(([name, c]) => ({ name, ...c }))
         .sort((a, b) => b.lastFinishedMs - a.lastFinishedMs),
       recent: this.#recent.slice(-this.#recentLimit),
+      fleetRuns: [...this.#fleetRuns.values()],
       verification,
     };
   }

@@ -30,7 +30,8 @@ export async function buildReport(
     ? await verifyLog(logPath, options.keys, options.workers !== undefined ? { workers: options.workers } : {})
     : undefined;
   const builder = new ReportBuilder(options.recent !== undefined ? { recent: options.recent } : {});
-  for await (const entry of readEntries(logPath, { onBadLine: () => {} })) builder.add(entry);
+  for await (const entry of readEntries(logPath, { onBadLine: () => {}, onFleetEvent: (e) => builder.addFleet(e) }))
+    builder.add(entry);
   const model = builder.build(logPath, (options.now ?? (() => new Date()))(), verification);
   return { html: renderReport(model), model };
 }

@@ -8,7 +8,8 @@ describe('baton program', () => {
       const real = full.commands.find((c) => c.name() === name);
       expect(real?.description()).toBe(noun.summary);
     }
-  });
+    // Loading every noun (the Kubernetes client, the audit log, the fleet's views) takes seconds on a loaded machine.
+  }, 30_000);
 
   it('loads only the noun that runs', async () => {
     const program = await buildProgram(['audit', 'verify']);

@@ -26,12 +26,18 @@ export const NOUNS = {
     load: async () => (await import('./up/command.js')).upCommand(),
   },
   revoke: {
-    summary: 'find bootstrap credentials left by earlier runs (by label) and delete them',
+    summary:
+      'find bootstrap credentials and confinements left by earlier runs and delete them (only objects baton created)',
     load: async () => (await import('./revoke/command.js')).revokeCommand(),
   },
   status: {
     summary: 'show the handoff receipt the cluster carries (ConfigMap baton-receipt)',
     load: async () => (await import('./status/command.js')).statusCommand(),
+  },
+  fleet: {
+    summary:
+      'hand off many clusters in waves with a failure budget, in-process or as Indexed Jobs on a management cluster',
+    load: async () => (await import('./fleet/command.js')).fleetCommand(),
   },
 } as const satisfies Record<string, { summary: string; load: () => Promise<Parameters<Command['addCommand']>[0]> }>;
 

@@ -13,6 +13,7 @@ import { withFileLock } from './file-lock.js';
 import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
+import { writeKwokStages } from './kwok-stages.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
 import { cacheRoot } from './paths.js';
 import { createClusterPki } from './pki.js';
@@ -373,7 +374,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
       ]),
       start('kwok', bin.kwok, [
         `--kubeconfig=${kubeconfigs.kwok}`,
-        `--config=${bin.kwokStages}`,
+        `--config=${await writeKwokStages(bin.kwokStages, dir)}`,
         '--manage-all-nodes=false',
         '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
         '--node-lease-duration-seconds=40',

@@ -10,6 +10,7 @@ export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-buil
 export { ensureGoBuild, goVersion } from './go-build.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
+export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export type { PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
 export { startPodRunner } from './pod-runner.js';

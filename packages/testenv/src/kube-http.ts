@@ -51,8 +51,17 @@ export class KubeHttp {
     });
   }
 
-  /** One request; never throws on HTTP status, only on transport errors or `timeoutMs`. */
-  request(method: string, path: string, body?: unknown, timeoutMs = 5_000): Promise<KubeHttpResponse> {
+  /**
+   * One request; never throws on HTTP status, only on transport errors or `timeoutMs`. `contentType` is the body's
+   * (a merge patch: `application/merge-patch+json`).
+   */
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+    timeoutMs = 5_000,
+    contentType = 'application/json',
+  ): Promise<KubeHttpResponse> {
     const url = new URL(path, this.target.server);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
@@ -64,7 +73,7 @@ export class KubeHttp {
           timeout: timeoutMs,
           headers: {
             accept: 'application/json',
-            ...(payload ? { 'content-type': 'application/json' } : {}),
+            ...(payload ? { 'content-type': contentType } : {}),
             ...(this.target.bearerToken ? { authorization: `Bearer ${this.target.bearerToken}` } : {}),
           },
         },

@@ -75,6 +75,11 @@ export class ManagedProcess {
     return this.child.pid!;
   }
 
+  /** How the process ended (exit code, or the signal that killed it), once it has. */
+  get exit(): { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined {
+    return this.exited;
+  }
+
   /** True while the process has not exited. */
   get isRunning(): boolean {
     return this.exited === undefined;

@@ -1,9 +1,10 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessError } from '@baton/errors';
 import { parse } from 'yaml';
 import { KubeHttp } from './kube-http.js';
+import { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 import { ManagedProcess } from './managed-process.js';
 
 /** Options of {@link startPodRunner}. */
@@ -22,6 +23,14 @@ export interface StartPodRunnerOptions {
   readonly cwd?: string;
   /** How often pods are listed. @default 500 */
   readonly pollMs?: number;
+  /**
+   * `service`: restart a process that exits (restartPolicy Always). `job`: run each pod once, as a Job's pod: the
+   * container's env (values, and fieldRefs such as the Job controller's JOB_COMPLETION_INDEX) is passed on, the
+   * process gets only `--kubeconfig` after the container's args, and its real exit code (128 + signal when killed)
+   * is reported through `pods/status` (Succeeded or Failed) for the Job controller to count. Label the pods
+   * {@link POD_RUNNER_JOB_LABEL} so that kwok does not complete them itself. @default 'service'
+   */
+  readonly mode?: 'service' | 'job';
 }
 
 /** One pod that runs as a local process. */
@@ -53,11 +62,23 @@ const DEFAULT_COMMAND = [
 ];
 
 interface Pod {
-  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec: {
     nodeName?: string;
     serviceAccountName?: string;
-    containers: { name: string; image: string; args?: string[] }[];
+    containers: {
+      name: string;
+      image: string;
+      args?: string[];
+      env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+    }[];
   };
   status?: { phase?: string };
 }
@@ -68,6 +89,22 @@ interface Entry {
   restarts: number;
   dir: string;
   nextStartMs: number;
+  startedAt: string;
+  /** Job mode: the exit was reported through pods/status. */
+  reported?: boolean;
+}
+
+/** A container env var's value: a literal, or a fieldRef into the pod's metadata (what the kubelet resolves). */
+function envValue(pod: Pod, e: NonNullable<Pod['spec']['containers'][number]['env']>[number]): string | undefined {
+  if (e.value !== undefined) return e.value;
+  const path = e.valueFrom?.fieldRef?.fieldPath;
+  if (!path) return undefined;
+  const m = /^metadata\.(annotations|labels)\['(.+)'\]$/.exec(path);
+  if (m) return pod.metadata[m[1] as 'annotations' | 'labels']?.[m[2]!];
+  if (path === 'metadata.name') return pod.metadata.name;
+  if (path === 'metadata.namespace') return pod.metadata.namespace;
+  if (path === 'metadata.uid') return pod.metadata.uid;
+  return undefined;
 }
 
 /**
@@ -94,6 +131,7 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
   const caData = kc.clusters[0]?.cluster['certificate-authority-data'] ?? '';
   const base = await mkdtemp(join(tmpdir(), 'baton-pods-'));
   const entries = new Map<string, Entry>();
+  const isJob = options.mode === 'job';
   let stopped = false;
   let busy: Promise<void> = Promise.resolve();
 
@@ -121,13 +159,21 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caData } }],
-        users: [{ name: 'u', user: { tokenFile: join(dir, 'token') } }],
+        // A Job's pod runs once and briefly: its token goes inline, which every client reads (client-node ignores
+        // tokenFile); a long-running pod re-reads its token file as it rotates.
+        users: [{ name: 'u', user: isJob ? { token } : { tokenFile: join(dir, 'token') } }],
         contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
         'current-context': 'c',
       }),
       { mode: 0o600 },
     );
     const [cmd, ...lead] = options.command ?? DEFAULT_COMMAND;
+    const podEnv = Object.fromEntries(
+      (container.env ?? []).flatMap((e) => {
+        const v = envValue(pod, e);
+        return v === undefined ? [] : [[e.name, v]];
+      }),
+    );
     const proc = await ManagedProcess.start({
       name: `pod ${key}`,
       command: cmd!,
@@ -135,20 +181,58 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
         ...lead,
         ...(container.args ?? []),
         `--kubeconfig=${kubeconfig}`,
-        `--identity=${pod.metadata.name}`,
-        '--port=0',
-        `--work-dir=${join(dir, 'work')}`,
+        ...(isJob ? [] : [`--identity=${pod.metadata.name}`, '--port=0', `--work-dir=${join(dir, 'work')}`]),
       ],
       logPath: join(dir, 'log'),
       cwd: options.cwd ?? REPO_ROOT,
       env: {
         ...process.env,
+        ...podEnv,
         POD_NAME: pod.metadata.name,
         POD_NAMESPACE: pod.metadata.namespace,
         BATON_OWNER_PID: String(process.pid),
       },
     });
-    entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0 });
+    entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
+  };
+
+  // Job mode: the pod ends with the process, as the kubelet would report it (exit code, or 128 + signal number).
+  const reportExit = async (e: Entry) => {
+    const exit = e.proc.exit!;
+    const exitCode = exit.code ?? 128 + (exit.signal ? (osConstants.signals[exit.signal] ?? 0) : 0);
+    const container = e.pod.spec.containers.find((c) => c.image.startsWith(options.imagePrefix))!;
+    const finishedAt = new Date().toISOString();
+    const res = await http.request(
+      'PATCH',
+      `/api/v1/namespaces/${e.pod.metadata.namespace}/pods/${e.pod.metadata.name}/status`,
+      {
+        status: {
+          phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+          conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: finishedAt }],
+          containerStatuses: [
+            {
+              name: container.name,
+              image: container.image,
+              imageID: '',
+              ready: false,
+              restartCount: 0,
+              started: false,
+              state: {
+                terminated: {
+                  exitCode,
+                  reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
+                  startedAt: e.startedAt,
+                  finishedAt,
+                },
+              },
+            },
+          ],
+        },
+      },
+      undefined,
+      'application/merge-patch+json',
+    );
+    if (res.status === 200 || res.status === 404) e.reported = true;
   };
 
   const tick = async () => {
@@ -164,6 +248,11 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
     const want = new Map(pods.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]));
     for (const [key, e] of entries) {
       const pod = want.get(key);
+      if (isJob && !e.proc.isRunning) {
+        // Its log stays (for the test that reads it) until the runner stops; the process is never restarted.
+        if (!e.reported) await reportExit(e);
+        continue;
+      }
       if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
         entries.delete(key);
         await e.proc.stop();

@@ -129,7 +129,7 @@ describe('revocation on every path', () => {
     const e = await freshRun({ controller: false });
     const child = spawn(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stdout = '';

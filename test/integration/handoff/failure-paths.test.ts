@@ -117,7 +117,7 @@ describe('a handoff that does not complete', () => {
     const e = await env({ takeover: { timeoutSeconds: 120 } });
     const child = spawn(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },

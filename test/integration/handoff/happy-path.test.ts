@@ -176,7 +176,7 @@ describe('baton up on a fresh cluster', () => {
     const before = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
     const { stdout, stderr } = await execFileAsync(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '-o', 'json', '--verbose'],
       { env: { ...process.env, NO_COLOR: '1' } },
     );
     const summary = JSON.parse(stdout) as HandoffSummary;

@@ -72,7 +72,7 @@ describe('a plan that carries the kubeconfig text instead of a path', () => {
     const { KUBECONFIG: _k, ...noKubeconfigEnv } = process.env;
     const r = await execFileAsync(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json'],
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
       { env: { ...noKubeconfigEnv, HOME: env.dir } },
     );
     const s = JSON.parse(r.stdout) as HandoffSummary;

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -9,7 +9,7 @@ import { findBootstrapLeftovers } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import type { HandoffEnv } from '../../support/handoff-env.js';
-import { type ApiAuditEvent, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { bootstrapMints, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A run killed with kill -9 after the controller took over, but before its receipt, must not make the next
 // `baton up` mint a second credential and push again: the next run completes the killed run's record instead.
@@ -45,26 +45,6 @@ async function killAt(env: HandoffEnv, kubeconfigPath: string, step: string): Pr
   child.kill('SIGKILL');
   expect(await exited).toBe('SIGKILL');
   return runId;
-}
-
-/**
- * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource, not the
- * confinement's dry-run probe).
- */
-function bootstrapMints(auditLogPath: string): ApiAuditEvent[] {
-  return readFileSync(auditLogPath, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ApiAuditEvent)
-    .filter(
-      (e) =>
-        e.stage === 'ResponseComplete' &&
-        e.verb === 'create' &&
-        e.objectRef?.resource === 'serviceaccounts' &&
-        e.objectRef.subresource === undefined &&
-        !e.requestURI.includes('dryRun=') &&
-        e.objectRef.name?.startsWith('baton-bootstrap-') === true,
-    );
 }
 
 async function auditPredicates(path: string) {
@@ -105,7 +85,7 @@ describe.each([
 
   it('the next baton up mints nothing, pushes nothing and completes the handoff', async () => {
     const { cluster, env } = h;
-    const { summary, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { summary, text } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     resumed = summary;
     resumedText = text;
     expect(summary.outcome, summary.error).toBe('handed-off');
@@ -195,7 +175,7 @@ describe.each([
     });
     // The receipt says when the token's death was not proven by a request.
     expect(cm.data?.revocationProof === undefined).toBe(hadRecorded);
-    const { summary: third, text } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { summary: third, text } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     expect(third.outcome, third.error).toBe('already-handed-off');
     expect(third.error).toBeUndefined();
     expect(third.credential).toBeUndefined();

@@ -53,7 +53,7 @@ describe('a run killed with kill -9', () => {
 
   it('the next baton up removes the leftovers, takes over the dead holder’s lock and completes the handoff', async () => {
     controller = startControllerFor(env, cluster.kubeconfigPath);
-    const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json']);
+    const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     const s = JSON.parse(stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('handed-off');
     expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
@@ -122,7 +122,7 @@ describe('a run killed with kill -9', () => {
 async function killDuringPush(planPath: string): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
   const child = spawn(
     process.execPath,
-    ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json'],
+    ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';

@@ -1,5 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { formatTlogProof, proveInclusion, verifyInclusion } from '@baton/audit';
+import { formatTlogProof, isFleetStatement, proveInclusion, verifyInclusion } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { Command } from '@commander-js/extra-typings';
 import { intArg, keysFrom, print, say } from './cli-io.js';
@@ -45,15 +45,18 @@ export function verifyProofCommand() {
               index: verdict.index,
               treeSize: verdict.treeSize,
               event: verdict.entry.id,
-              cluster: verdict.statement.predicate.cluster.name,
+              ...(isFleetStatement(verdict.statement)
+                ? { fleet: verdict.statement.predicate.fleet.name }
+                : { cluster: verdict.statement.predicate.cluster.name }),
             }
           : verdict;
         print(JSON.stringify(summary, null, 2));
       } else if (verdict.ok) {
-        const r = verdict.statement.predicate;
-        print(
-          `verified: entry ${verdict.index} of ${verdict.treeSize} in ${keys.origin}: ${r.cluster.name} ${r.outcome} (run ${r.runId}, finished ${r.finishedAt})`,
-        );
+        const s = verdict.statement;
+        const what = isFleetStatement(s)
+          ? `fleet ${s.predicate.fleet.name} ${s.predicate.phase}${s.predicate.outcome ? ` ${s.predicate.outcome}` : ''} (fleet run ${s.predicate.fleetRunId}, at ${verdict.entry.time})`
+          : `${s.predicate.cluster.name} ${s.predicate.outcome} (run ${s.predicate.runId}, finished ${s.predicate.finishedAt})`;
+        print(`verified: entry ${verdict.index} of ${verdict.treeSize} in ${keys.origin}: ${what}`);
       } else print(`proof FAILED (${verdict.kind}): ${file}: ${verdict.message}`);
       if (!verdict.ok) process.exitCode = 1;
     });

@@ -1,5 +1,7 @@
-import { createLogger, loadHandoffPlan, runHandoff } from '@baton/core';
+import { dirname, join } from 'node:path';
+import { type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
 import { ConfigError, TimeoutError } from '@baton/errors';
+import { createRunLog, createStepView, planFacts } from '@baton/fleet/progress';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
@@ -24,11 +26,20 @@ export function upCommand(): Command {
     .option('--kubeconfig <file>', 'operator kubeconfig (default: the plan, $KUBECONFIG, ~/.kube/config)')
     .option('--context <name>', 'kubeconfig context')
     .option('--timeout <duration>', 'abort the whole run after this long (the credential is still revoked)', '10m')
+    .option('--verbose', 'the full log to stderr instead of a file', false)
     .addOption(new Option('-o, --output <format>', 'summary format').choices(OUTPUT_FORMATS).default('table' as const))
     .action(async (o) => {
       const timeoutMs = parseDurationMs(o.timeout);
       const loaded = loadHandoffPlan(o.plan);
-      const log = createLogger({ pretty: process.stderr.isTTY === true });
+      // Each step with its duration and key fact on stderr; the full log to a file (or stderr with --verbose).
+      const view = createStepView({ out: process.stderr, facts: planFacts(loaded) });
+      const stamp = new Date().toISOString().replace(/[-:]/g, '').slice(0, 15);
+      const { log, path } = createRunLog({
+        verbose: o.verbose,
+        file: join(dirname(loaded.plan.journalDir), 'logs', `up-${loaded.plan.cluster.name}-${stamp}.log`),
+        onRecord: view.onRecord,
+      });
+      if (path) process.stderr.write(`full log: ${path}\n`);
       const operator = operatorClients(loaded, o.kubeconfig, o.context);
       const ac = new AbortController();
       // The listener stays for the whole run: a second Ctrl-C must not kill the process before it has revoked.
@@ -40,14 +51,20 @@ export function upCommand(): Command {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       const timer = setTimeout(() => ac.abort(new TimeoutError(`baton up --timeout ${o.timeout} reached`)), timeoutMs);
+      let summary: HandoffSummary | undefined;
       try {
-        const summary = await runHandoff(loaded, cliHandoffDeps(loaded, operator, log, ac.signal));
+        summary = await runHandoff(loaded, {
+          ...cliHandoffDeps(loaded, operator, log, ac.signal),
+          onStep: view.onStep,
+        });
+        await view.finish(summary);
         if (o.output === 'json') process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
         else if (o.output === 'yaml') process.stdout.write(stringify(summary, { version: '1.1' }));
         else process.stdout.write(formatRows(summaryRows(summary), 'table', ['field', 'value']));
         const ok = summary.outcome === 'handed-off' || (summary.outcome === 'already-handed-off' && !summary.error);
         process.exitCode = ok ? 0 : 1;
       } finally {
+        if (!summary) await view.finish(undefined);
         clearTimeout(timer);
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);

@@ -1,0 +1,15 @@
+import { Command } from '@commander-js/extra-typings';
+import { fleetShardCommand } from './shard.js';
+import { fleetUpCommand } from './up.js';
+
+/** `baton fleet …`: hand off many clusters in waves, with a failure budget, in-process or as Kubernetes Jobs. */
+export function fleetCommand(): Command {
+  const cmd = new Command('fleet').description(
+    'hand off many clusters in waves with a failure budget, in-process or as Indexed Jobs on a management cluster',
+  );
+  const subs = [fleetUpCommand(), fleetShardCommand()];
+  // addCommand() does not pass exitOverride down: without it a usage error would exit 1 instead of 2.
+  for (const c of [cmd, ...subs]) c.exitOverride().showHelpAfterError();
+  for (const sub of subs) cmd.addCommand(sub);
+  return cmd;
+}

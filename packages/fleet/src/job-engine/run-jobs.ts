@@ -1,0 +1,283 @@
+import type { HandoffRecord } from '@baton/audit';
+import type { AuditSink, Clock, HandoffSummary, Logger } from '@baton/core';
+import { ConfigError } from '@baton/errors';
+import { type KubeClients, kubeCall } from '@baton/kube';
+import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import type { FleetTarget } from '../cluster-plans.js';
+import type { ClusterResult, FleetProgressEvent, FleetResult } from '../orchestrator.js';
+import { FleetOutcome } from '../orchestrator.js';
+import type { Wave } from '../waves.js';
+import { TargetJournal } from './target-journal.js';
+import { buildWaveJob, FLEET_RUN_LABEL, parseIndexes } from './wave-job.js';
+
+/** What a wave's ConfigMap tells shard i: its target. */
+export interface ShardTarget {
+  readonly cluster: string;
+  /** The fleet file and cluster, for messages. */
+  readonly file: string;
+  /** The rendered handoff plan (absolute paths: the shard's image must carry the plan's files at those paths). */
+  readonly plan: unknown;
+  readonly secretRef: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly key: string;
+    readonly context?: string;
+  };
+}
+
+/** Options of {@link runJobFleet}. */
+export interface JobFleetOptions {
+  readonly waves: readonly Wave<FleetTarget>[];
+  readonly concurrency: number;
+  readonly budget: number;
+  readonly retries: number;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** The management cluster. */
+  readonly management: KubeClients;
+  readonly namespace: string;
+  readonly image: string;
+  readonly serviceAccountName: string;
+  readonly podLabels?: Readonly<Record<string, string>>;
+  readonly fleetRunId: string;
+  /** Signs and appends the shards' records (the fleet run's one writer). */
+  readonly sink: AuditSink;
+  readonly signal?: AbortSignal;
+  readonly onEvent?: (e: FleetProgressEvent) => void;
+  /** @default 1000 */
+  readonly pollIntervalMs?: number;
+  /** The shard container's args for a wave ConfigMap. @default ['fleet', 'shard', '--wave', name, '--namespace', ns] */
+  readonly shardArgs?: (waveConfig: string, namespace: string) => readonly string[];
+}
+
+/**
+ * The Job engine: each wave is one Indexed Job on the management cluster (see buildWaveJob), started only when the
+ * previous wave's Job has finished and the budget holds; its `maxFailedIndexes` is the budget left. Progress is the
+ * Job's own `completedIndexes`/`failedIndexes`. Meanwhile the orchestrator signs and appends each shard's record
+ * into the fleet's one log (shards hold no signing key) and hands the result back through the target's journal.
+ * @throws {ConfigError} when a target has no kubeconfig Secret on the management cluster.
+ */
+export async function runJobFleet(o: JobFleetOptions): Promise<FleetResult<HandoffSummary>> {
+  const emit = o.onEvent ?? (() => {});
+  const batch = o.management.kc.makeApiClient(BatchV1Api);
+  const t0 = o.clock.monotonicMs();
+  const budget = { allowed: o.budget, failed: 0 };
+  const waves: FleetResult<HandoffSummary>['waves'][number][] = [];
+  const notStarted: string[] = [];
+  let halted = false;
+  for (const t of o.waves.flatMap((w) => w.clusters)) {
+    if (t.kubeconfig.kind !== 'secret')
+      throw new ConfigError(
+        `cluster "${t.name}": --engine job reads each target's kubeconfig from a Secret on the management cluster; give it a secretRef (Cluster API: <name>-kubeconfig)`,
+      );
+  }
+  for (const wave of o.waves) {
+    if (halted || o.signal?.aborted) {
+      waves.push({
+        index: wave.index,
+        name: wave.name,
+        clusters: wave.clusters.map((t) => notStartedResult(t.name, wave.index)),
+      });
+      notStarted.push(...wave.clusters.map((t) => t.name));
+      continue;
+    }
+    emit({ type: 'wave-started', wave: wave.index, name: wave.name, clusters: wave.clusters.map((t) => t.name) });
+    const results = await runWave(o, batch, wave, budget.allowed - budget.failed);
+    for (const r of results) if (r.status === 'failed' || r.status === 'aborted') budget.failed++;
+    waves.push({ index: wave.index, name: wave.name, clusters: results });
+    notStarted.push(...results.filter((r) => r.status === 'not-started').map((r) => r.name));
+    emit({ type: 'wave-finished', wave: wave.index, name: wave.name, budget: { ...budget } });
+    if (budget.failed > budget.allowed) {
+      halted = true;
+      emit({
+        type: 'halted',
+        budget: { ...budget },
+        reason: `${budget.failed} cluster(s) failed, more than the failure budget of ${budget.allowed}`,
+      });
+    }
+  }
+  const outcome = o.signal?.aborted
+    ? FleetOutcome.aborted
+    : halted
+      ? FleetOutcome.halted
+      : budget.failed > 0
+        ? FleetOutcome.partial
+        : FleetOutcome.succeeded;
+  return { outcome, budget, waves, notStarted, durationMs: Math.round(o.clock.monotonicMs() - t0) };
+}
+
+async function runWave(
+  o: JobFleetOptions,
+  batch: BatchV1Api,
+  wave: Wave<FleetTarget>,
+  budgetLeft: number,
+): Promise<ClusterResult<HandoffSummary>[]> {
+  const emit = o.onEvent ?? (() => {});
+  const name = `${o.fleetRunId}-w${wave.index}`.slice(0, 63);
+  const targets: ShardTarget[] = wave.clusters.map((t) => {
+    const k = t.kubeconfig as Extract<FleetTarget['kubeconfig'], { kind: 'secret' }>;
+    return {
+      cluster: t.name,
+      file: t.loaded.file,
+      plan: t.loaded.plan,
+      secretRef: { namespace: k.namespace, name: k.name, key: k.key, ...(k.context ? { context: k.context } : {}) },
+    };
+  });
+  const journals = targets.map((t) => new TargetJournal(o.management, o.namespace, t.cluster));
+  await kubeCall(`create ConfigMap ${o.namespace}/${name} (the targets of wave ${wave.index + 1})`, () =>
+    o.management.core.createNamespacedConfigMap({
+      namespace: o.namespace,
+      body: {
+        metadata: { name, namespace: o.namespace, labels: { [FLEET_RUN_LABEL]: o.fleetRunId } },
+        data: { 'targets.json': JSON.stringify(targets), fleetRunId: o.fleetRunId },
+      },
+    }),
+  );
+  // A summary left by an earlier run must not be taken for this one's.
+  for (const j of journals) await j.update((d) => (d.summary ? { ...d, summary: undefined } : undefined));
+  const job = buildWaveJob({
+    name,
+    namespace: o.namespace,
+    fleetRunId: o.fleetRunId,
+    wave: wave.index,
+    completions: targets.length,
+    parallelism: o.concurrency,
+    retries: o.retries,
+    budgetLeft,
+    image: o.image,
+    serviceAccountName: o.serviceAccountName,
+    args: (o.shardArgs ?? defaultShardArgs)(name, o.namespace),
+    ...(o.podLabels ? { podLabels: o.podLabels } : {}),
+  });
+  await kubeCall(`create Job ${o.namespace}/${name}`, () =>
+    batch.createNamespacedJob({ namespace: o.namespace, body: job }),
+  );
+  const startMs = o.clock.monotonicMs();
+  const started = new Map<number, Set<string>>();
+  const finished = new Map<number, ClusterResult<HandoffSummary>>();
+  let suspended = false;
+  for (;;) {
+    await serveRecords(o, journals);
+    const current = await batch.readNamespacedJobStatus({ name, namespace: o.namespace });
+    const pods = await o.management.core.listNamespacedPod({
+      namespace: o.namespace,
+      labelSelector: `job-name=${name}`,
+    });
+    for (const p of pods.items) {
+      const i = Number(p.metadata?.annotations?.['batch.kubernetes.io/job-completion-index']);
+      if (!Number.isInteger(i) || !p.metadata?.uid) continue;
+      const seen = started.get(i) ?? new Set<string>();
+      if (seen.size === 0)
+        emit({ type: 'cluster-started', wave: wave.index, cluster: targets[i]!.cluster, attempt: 1 });
+      seen.add(p.metadata.uid);
+      started.set(i, seen);
+    }
+    const done = parseIndexes(current.status?.completedIndexes);
+    const failed = parseIndexes(current.status?.failedIndexes ?? undefined);
+    const ended: [number, 'done' | 'failed'][] = [
+      ...[...done].map((i): [number, 'done'] => [i, 'done']),
+      ...[...failed].map((i): [number, 'failed'] => [i, 'failed']),
+    ];
+    for (const [i, set] of ended) {
+      if (finished.has(i)) continue;
+      const r = await indexResult(
+        journals[i]!,
+        wave.index,
+        set,
+        started.get(i)?.size ?? 1,
+        o.clock.monotonicMs() - startMs,
+      );
+      finished.set(i, r);
+      emit({ type: 'cluster-finished', wave: wave.index, result: r });
+    }
+    if (isFinished(current)) break;
+    if (o.signal?.aborted && !suspended) {
+      // Suspending deletes the running pods: their shards get SIGTERM and still revoke, prove and record.
+      await batch
+        .readNamespacedJob({ name, namespace: o.namespace })
+        .then((j) =>
+          batch.replaceNamespacedJob({
+            name,
+            namespace: o.namespace,
+            body: { ...j, spec: { ...j.spec!, suspend: true } },
+          }),
+        )
+        .catch((err: unknown) => o.log.warn({ err: String(err) }, 'could not suspend the wave Job'));
+      suspended = true;
+    }
+    if (suspended && pods.items.every((p) => p.status?.phase !== 'Running' && p.status?.phase !== 'Pending')) break;
+    await o.clock.sleep(o.pollIntervalMs ?? 1000);
+  }
+  await serveRecords(o, journals);
+  return targets.map(
+    (t, i) =>
+      finished.get(i) ??
+      (started.has(i)
+        ? {
+            name: t.cluster,
+            wave: wave.index,
+            status: 'aborted',
+            attempts: started.get(i)!.size,
+            durationMs: 0,
+            error: 'the wave Job ended before this index finished',
+          }
+        : notStartedResult(t.cluster, wave.index)),
+  );
+}
+
+function defaultShardArgs(waveConfig: string, namespace: string): string[] {
+  return ['fleet', 'shard', '--wave', waveConfig, '--namespace', namespace];
+}
+
+function isFinished(job: V1Job): boolean {
+  return (job.status?.conditions ?? []).some(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+}
+
+/** Signs and appends every record a shard of this wave is waiting on, and answers it through the target journal. */
+async function serveRecords(o: JobFleetOptions, journals: readonly TargetJournal[]): Promise<void> {
+  for (const j of journals) {
+    const { data } = await j.read();
+    if (!data.pendingRecord) continue;
+    let answer: string;
+    try {
+      const record = JSON.parse(data.pendingRecord) as HandoffRecord;
+      const r = await o.sink.append(record);
+      answer = JSON.stringify({ runId: record.runId, ...r });
+    } catch (err) {
+      answer = JSON.stringify({ error: (err as Error).message });
+    }
+    const pending = data.pendingRecord;
+    await j.update((d) =>
+      d.pendingRecord === pending ? { ...d, pendingRecord: undefined, appended: answer } : undefined,
+    );
+  }
+}
+
+async function indexResult(
+  journal: TargetJournal,
+  wave: number,
+  how: 'done' | 'failed',
+  attempts: number,
+  elapsedMs: number,
+): Promise<ClusterResult<HandoffSummary>> {
+  const { data } = await journal.read();
+  const summary = data.summary ? (JSON.parse(data.summary) as HandoffSummary) : undefined;
+  const status: ClusterResult['status'] =
+    how === 'failed' ? 'failed' : summary?.outcome === 'already-handed-off' ? 'already-handed-off' : 'handed-off';
+  return {
+    name: journal.cluster,
+    wave,
+    status,
+    attempts,
+    durationMs: Math.round(elapsedMs),
+    ...(how === 'failed' ? { error: summary?.error ?? 'the shard failed every attempt (see its pod log)' } : {}),
+    ...(summary?.failedStep && how === 'failed' ? { failedStep: summary.failedStep } : {}),
+    ...(summary ? { summary } : {}),
+  };
+}
+
+function notStartedResult(name: string, wave: number): ClusterResult<HandoffSummary> {
+  return { name, wave, status: 'not-started', attempts: 0, durationMs: 0 };
+}
