@@ -10,7 +10,8 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createFakeClock, createHandoffDeps, type HandoffSummary, silentLogger, systemClock } from '@baton/core';
+import { createHandoffDeps, type HandoffSummary, silentLogger, systemClock } from '@baton/core';
+import { createFakeClock } from '@baton/core/testing';
 import {
   type AttemptResult,
   type FleetTarget,

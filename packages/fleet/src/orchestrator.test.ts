@@ -1,4 +1,4 @@
-import { createFakeClock } from '@baton/core';
+import { createFakeClock } from '@baton/core/testing';
 import { describe, expect, it } from 'vitest';
 import { type AttemptResult, type FleetProgressEvent, fleetExitCode, runFleet } from './orchestrator.js';
 import type { Wave } from './waves.js';

@@ -1,5 +1,6 @@
 import { hostname, userInfo } from 'node:os';
-import { isPidAlive, newRunId, resolveGitRevision, systemClock } from '@baton/core';
+import { isProcessAlive } from '@baton/audit';
+import { newRunId, resolveGitRevision, systemClock } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { runShard } from '@baton/fleet';
 import { createRunLog } from '@baton/fleet/progress';
@@ -44,7 +45,7 @@ export function fleetShardCommand() {
             via: 'fleet',
           },
           newRunId: () => newRunId(),
-          isPidAlive,
+          isPidAlive: isProcessAlive,
           resolveRevision: (source) => resolveGitRevision(source),
           signal: ac.signal,
         },
