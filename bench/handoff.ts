@@ -44,6 +44,10 @@ const samples: {
   overheadSeconds: number;
   proofWaitSeconds: number;
   purePushSeconds: number;
+  writeWindowSeconds: number;
+  pushSeconds: number;
+  confineSeconds: number;
+  confinementLiveSeconds: number;
 }[] = [];
 for (let i = 0; i < runs; i++) {
   const local = await startLocalHandoff({ name: `bench-handoff-${process.pid}-${i}`, controller });
@@ -72,7 +76,14 @@ for (let i = 0; i < runs; i++) {
       overheadSeconds: s.overheadSeconds ?? 0,
       proofWaitSeconds: s.proof?.proofWaitSeconds ?? 0,
       purePushSeconds,
+      writeWindowSeconds: s.credential?.writeWindowSeconds ?? 0,
+      pushSeconds: (s.stepDurationsMs.push ?? 0) / 1000,
+      // Before the mint: dry runs of the plan and the policy's install (not in the live window).
+      confineSeconds: (s.stepDurationsMs.confine ?? 0) / 1000,
+      // In the live window: the probe outside the plan, and closing the window after the push.
+      confinementLiveSeconds: (s.confinement?.probeSeconds ?? 0) + (s.confinement?.closeSeconds ?? 0),
     };
+    if (!s.confinement?.probeDenied) throw new Error(`run ${i}: the confinement probe was not denied`);
     samples.push(sample);
     log(
       `run ${i + 1}/${runs}: ${JSON.stringify(Object.fromEntries(Object.entries(sample).map(([k, v]) => [k, r2(v)])))}`,
@@ -93,14 +104,21 @@ const result = {
   proofWaitSeconds: pick('proofWaitSeconds'),
   overheadSeconds: pick('overheadSeconds'),
   purePushSeconds: pick('purePushSeconds'),
+  writeWindowSeconds: pick('writeWindowSeconds'),
+  pushSeconds: pick('pushSeconds'),
+  confineSeconds: pick('confineSeconds'),
+  confinementLiveSeconds: pick('confinementLiveSeconds'),
   targets: {
     overheadAtMost2s: pick('overheadSeconds') <= 2,
     liveAtMostReadinessPlus12s: pick('liveSeconds') <= pick('readinessSeconds') + 12,
+    // Issue 9: the confinement adds at most 0.5 s to the live window; the write window ends within 1 s of the push.
+    confinementLiveAtMost0_5s: pick('confinementLiveSeconds') <= 0.5,
+    writeWindowAtMostPushPlus1s: pick('writeWindowSeconds') <= pick('pushSeconds') + 1,
   },
   notes:
-    'liveSeconds runs from the TokenRequest to the first 401 with the revoked token; it includes the API server token cache (10 s) as proofWaitSeconds. overheadSeconds = liveSeconds - readinessSeconds - proofWaitSeconds. purePushSeconds: operator SSA of the same manifests + Deployment Available, credential never revoked.',
+    'liveSeconds runs from the TokenRequest to the first 401 with the revoked token; it includes the API server token cache (10 s) as proofWaitSeconds. overheadSeconds = liveSeconds - readinessSeconds - proofWaitSeconds. purePushSeconds: operator SSA of the same manifests + Deployment Available, credential never revoked. writeWindowSeconds: TokenRequest to the first denial of a planned write by the closed confinement. confineSeconds: dry runs of the plan and the policy install, before the mint (outside the live window). confinementLiveSeconds: what the confinement adds to the live window (the probe outside the plan before the push, and closing the window after it).',
   samples: samples.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, r2(v)]))),
 };
 await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-if (!result.targets.overheadAtMost2s || !result.targets.liveAtMostReadinessPlus12s) process.exitCode = 1;
+if (Object.values(result.targets).some((ok) => !ok)) process.exitCode = 1;

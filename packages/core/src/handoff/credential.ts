@@ -143,6 +143,7 @@ export async function scopeCheck(run: HandoffRun): Promise<void> {
   }
   const c = run.confinement!;
   let last = 0;
+  const probeStart = run.clock.monotonicMs();
   try {
     await pollUntil(
       async () => {
@@ -166,6 +167,7 @@ export async function scopeCheck(run: HandoffRun): Promise<void> {
     );
   }
   c.probeDenied = true;
+  c.probeMs = Math.round(run.clock.monotonicMs() - probeStart);
   run.fact('rules exact; a write outside the plan denied');
   run.log.info({ policy: c.plan.name }, 'the confinement denied a write outside the plan');
   run.signal.throwIfAborted();

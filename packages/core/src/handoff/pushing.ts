@@ -34,6 +34,7 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
   const c = run.confinement;
   if (!c?.installedAt || c.closedAt) return;
   const planned = run.set!.objects[0]!.object;
+  const closeStart = run.clock.monotonicMs();
   try {
     await closeConfinement(run.deps.operator, c.plan);
     await pollUntil(
@@ -55,6 +56,7 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
     );
   }
   c.closedAt = run.clock.now();
+  c.closeMs = Math.round(run.clock.monotonicMs() - closeStart);
   run.fact(
     `${run.set!.objects.length} objects pushed; writes denied ${seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime())} s after issue`,
   );

@@ -177,6 +177,8 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     installedAt: c.installedAt?.toISOString() ?? null,
     closedAt: c.closedAt?.toISOString() ?? null,
     removedAt: c.removedAt?.toISOString() ?? null,
+    ...(c.probeMs !== undefined ? { probeSeconds: seconds(c.probeMs) } : {}),
+    ...(c.closeMs !== undefined ? { closeSeconds: seconds(c.closeMs) } : {}),
     ...(c.keptBecause ? { kept: c.keptBecause } : {}),
   };
 }

@@ -28,6 +28,9 @@ export interface ConfinementState {
   probeDenied: boolean;
   closedAt?: Date;
   removedAt?: Date;
+  /** Milliseconds of the live window spent on the probe outside the plan, and on closing the write window. */
+  probeMs?: number;
+  closeMs?: number;
   /** Why the policy was kept, when it was. */
   keptBecause?: string;
 }

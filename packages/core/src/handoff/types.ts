@@ -157,6 +157,10 @@ export interface ConfinementSummary {
   readonly removedAt: string | null;
   /** Why the policy was left in place, when it was (it then denies every write until the token expires). */
   readonly kept?: string;
+  /** Seconds of the credential's live window spent on the probe outside the plan (before the push). */
+  readonly probeSeconds?: number;
+  /** Seconds from the end of the push until the closed policy denied a planned write (the window's end). */
+  readonly closeSeconds?: number;
 }
 
 /** What a run that completed a killed run's handoff found and recorded (see {@link HandoffSummary.resumed}). */
