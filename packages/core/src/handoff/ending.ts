@@ -19,6 +19,8 @@ export async function revoke(run: HandoffRun): Promise<void> {
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const c = run.confinement;
+  // A close started after the push may still be confirming: let it finish (it never throws) before closing again.
+  await run.closing;
   if (c?.installedAt && !c.closedAt && run.identity) {
     await withDeadline(run.clock, requestMs, 'closing the confinement', () => closeConfinement(operator, c.plan))
       .then(() => {

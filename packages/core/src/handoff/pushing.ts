@@ -7,11 +7,12 @@ import { type HandoffRun, seconds } from './run.js';
 import { HandoffStep } from './types.js';
 
 /**
- * Server-side-applies the set with the bootstrap token only, then closes the write window: the confinement is
+ * Server-side-applies the set with the bootstrap token only, then starts closing the write window: the confinement is
  * switched to deny every write by the identity, and the close is confirmed by a denied re-apply of a planned object.
- * The token may still authenticate (the API server's cache) while revoke and proof run, but it can write nothing.
- * @throws {KubeApiError} naming the object that failed. @throws {ConfinementError} when the window cannot be closed
- * (the run then revokes at once instead of waiting for the takeover).
+ * The close runs alongside the takeover wait (it is not on the credential's live window unless the controller is
+ * faster); if it fails, the run is aborted and revokes at once. The token may still authenticate (the API server's
+ * cache) while revoke and proof run, but it can write nothing.
+ * @throws {KubeApiError} naming the object that failed.
  */
 export async function push(run: HandoffRun): Promise<void> {
   const set = run.set!;
@@ -22,7 +23,7 @@ export async function push(run: HandoffRun): Promise<void> {
     { fieldManager: run.plan.push.fieldManager, clock: run.clock, signal: run.signal },
   );
   run.pushEndMs = run.clock.monotonicMs();
-  await closeWriteWindow(run);
+  run.closing = closeWriteWindow(run).catch((err: unknown) => run.windowNotClosed.abort(err));
 }
 
 /**
@@ -92,6 +93,9 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
   );
   run.controllerReadyAt = run.clock.now();
   run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
+  // The takeover counts only once the identity can write nothing more.
+  await run.closing;
+  run.signal.throwIfAborted();
   run.fact(`revision ${rev.slice(0, 12)} applied; ${r.value.ownedObjects.length} objects owned by the controller`);
   run.log.info(
     { readinessSeconds: run.readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },

@@ -101,6 +101,10 @@ export class HandoffRun {
   readonly signal: AbortSignal;
   readonly budget = new AbortController();
   readonly lockLost = new AbortController();
+  /** Aborted when the write window could not be closed after the push: revoke at once. */
+  readonly windowNotClosed = new AbortController();
+  /** Closing the write window, started at the end of the push. */
+  closing: Promise<void> | undefined;
   private readonly budgetTimer = new AbortController();
 
   constructor(plan: HandoffPlan, deps: HandoffDeps) {
@@ -113,7 +117,12 @@ export class HandoffRun {
     this.t0 = this.clock.monotonicMs();
     this.stepStart = this.t0;
     this.startedAt = this.clock.now();
-    this.signal = AbortSignal.any([this.budget.signal, this.lockLost.signal, ...(deps.signal ? [deps.signal] : [])]);
+    this.signal = AbortSignal.any([
+      this.budget.signal,
+      this.lockLost.signal,
+      this.windowNotClosed.signal,
+      ...(deps.signal ? [deps.signal] : []),
+    ]);
   }
 
   /**
