@@ -48,6 +48,11 @@ export interface MintOptions {
   readonly expirationSeconds?: number;
   /** Wall clock, for `issuedAt`. */
   readonly now: () => Date;
+  /**
+   * Runs once the identity and its RBAC exist, before the token is requested: waits that need the identity but not
+   * its token (e.g. until its confinement is active) stay out of the token's live window.
+   */
+  readonly beforeToken?: (username: string) => Promise<void>;
 }
 
 /** The name of the bootstrap objects of a run. */
@@ -117,6 +122,7 @@ export async function mintBootstrapIdentity(operator: KubeClients, options: Mint
       }),
     );
   }
+  await options.beforeToken?.(`system:serviceaccount:${ns}:${ref.name}`);
   const issuedAt = options.now();
   const tr = await kubeCall(`TokenRequest for ServiceAccount ${ns}/${ref.name}`, () =>
     operator.core.createNamespacedServiceAccountToken({

@@ -369,6 +369,8 @@ export interface ConfinementProbe {
   readonly denied: boolean;
   /** HTTP status of the probe request. */
   readonly status: number;
+  /** The API server's message (names the policy when it denied; never holds a secret). */
+  readonly message: string;
 }
 
 /**
@@ -404,11 +406,15 @@ export function probeClosed(confined: KubeClients, c: Confinement, planned: Kube
 async function deniedBy(c: Confinement, mark: string, write: () => Promise<unknown>): Promise<ConfinementProbe> {
   try {
     await write();
-    return { denied: false, status: 200 };
+    return { denied: false, status: 200, message: '' };
   } catch (err) {
     const status = statusOf(err);
     const e = toKubeApiError(err, 'confinement probe');
     if (status === 0) throw e;
-    return { denied: status === 403 && e.message.includes(c.name) && e.message.includes(mark), status };
+    return {
+      denied: status === 403 && e.message.includes(c.name) && e.message.includes(mark),
+      status,
+      message: e.message,
+    };
   }
 }

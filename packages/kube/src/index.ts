@@ -42,6 +42,7 @@ export {
   clientsFromKubeconfigContent,
   clientsFromKubeconfigFile,
   clientsFromToken,
+  clientsImpersonating,
 } from './kube-clients.js';
 export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 export type { KindInfo, KubeObject } from './kube-object.js';

@@ -100,6 +100,26 @@ function useContext(kc: k8s.KubeConfig, where: string, context: string | undefin
 }
 
 /**
+ * The operator's clients acting as `username` (the `Impersonate-User` header; the API server adds a ServiceAccount's
+ * groups): requests are authorized and admitted as that user, without its credential. Needs `impersonate` on users
+ * or serviceaccounts.
+ */
+export function clientsImpersonating(operator: Pick<KubeClients, 'kc'>, username: string): KubeClients {
+  const kc = new k8s.KubeConfig();
+  const context = operator.kc.getContextObject(operator.kc.getCurrentContext());
+  const user = operator.kc.getCurrentUser();
+  const cluster = operator.kc.getCurrentCluster();
+  if (!context || !user || !cluster) throw new ConfigError('the operator kubeconfig has no current context');
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ ...user, impersonateUser: username }],
+    contexts: [{ ...context, name: 'impersonating' }],
+    currentContext: 'impersonating',
+  });
+  return clientsFromKubeConfig(kc);
+}
+
+/**
  * Clients that authenticate with a bearer token only (no client certificate), against the same API server as
  * `target`, verified the same way: its CA (inline or a file), TLS server name and proxy are kept.
  * The token lives only inside the returned KubeConfig; never log it.

@@ -2,6 +2,7 @@ import { ConfinementError, KubeApiError, TimeoutError } from '@baton/errors';
 import {
   bootstrapRefFor,
   clientsFromToken,
+  clientsImpersonating,
   diffEffectiveRules,
   expectedObjects,
   installConfinement,
@@ -15,7 +16,7 @@ import { pollUntil } from '../clock.js';
 import type { ManifestSet } from '../manifest-set.js';
 import { createNamespaceIfAbsent } from './preflight.js';
 import { fullFingerprint } from './record.js';
-import type { HandoffRun } from './run.js';
+import { type HandoffRun, safeError } from './run.js';
 import { HandoffStep } from './types.js';
 
 /**
@@ -92,6 +93,7 @@ export async function mint(run: HandoffRun): Promise<void> {
     namespace: plan.batonNamespace,
     rules: run.rules!,
     now: () => clock.now(),
+    beforeToken: (username) => awaitConfinementActive(run, username),
   });
   run.identity = identity;
   run.issuedMs = clock.monotonicMs();
@@ -113,6 +115,42 @@ export async function mint(run: HandoffRun): Promise<void> {
   run.fact(`${identity.username.split(':').at(-1)}, token until ${identity.expiresAt.toISOString()}`);
   run.startBudget();
   run.bootstrap = clientsFromToken(operator, identity.token);
+}
+
+/**
+ * Before the token exists: waits until the confinement denies the identity a write outside the plan, asking as the
+ * identity through the operator's impersonation (no token needed), so the policy's start (informers, CEL
+ * compilation) and the RBAC caches are not in the token's live window. The proof that counts is the probe with the
+ * token itself (scope check); this wait only moves the waiting out of the window. An operator who may not
+ * impersonate skips it.
+ */
+async function awaitConfinementActive(run: HandoffRun, username: string): Promise<void> {
+  const c = run.confinement!;
+  const as = clientsImpersonating(run.deps.operator, username);
+  const t0 = run.clock.monotonicMs();
+  try {
+    await pollUntil(
+      async () => {
+        const p = await probeConfinement(as, c.plan, run.plan.controller.namespace);
+        if (p.status === 403 && !p.denied && p.message.includes('cannot impersonate')) return 'no-impersonation';
+        return p.denied ? 'active' : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: 50,
+        timeoutMs: run.deps.confinementTimeoutMs ?? 10_000,
+        what: 'the confinement active',
+        signal: run.signal,
+      },
+    );
+  } catch (err) {
+    // Not fatal here: the probe with the token decides, and fails the run closed.
+    run.log.warn(
+      { err: safeError(err) },
+      'the confinement was not seen active before the token; the token probe decides',
+    );
+  }
+  c.activeWaitMs = Math.round(run.clock.monotonicMs() - t0);
 }
 
 const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';

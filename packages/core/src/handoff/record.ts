@@ -177,6 +177,7 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     installedAt: c.installedAt?.toISOString() ?? null,
     closedAt: c.closedAt?.toISOString() ?? null,
     removedAt: c.removedAt?.toISOString() ?? null,
+    ...(c.activeWaitMs !== undefined ? { activeWaitSeconds: seconds(c.activeWaitMs) } : {}),
     ...(c.probeMs !== undefined ? { probeSeconds: seconds(c.probeMs) } : {}),
     ...(c.closeMs !== undefined ? { closeSeconds: seconds(c.closeMs) } : {}),
     ...(c.keptBecause ? { kept: c.keptBecause } : {}),

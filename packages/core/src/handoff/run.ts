@@ -31,6 +31,8 @@ export interface ConfinementState {
   /** Milliseconds of the live window spent on the probe outside the plan, and on closing the write window. */
   probeMs?: number;
   closeMs?: number;
+  /** Milliseconds waited, before the token existed, until the policy was active. */
+  activeWaitMs?: number;
   /** Why the policy was kept, when it was. */
   keptBecause?: string;
 }

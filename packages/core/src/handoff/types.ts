@@ -157,6 +157,8 @@ export interface ConfinementSummary {
   readonly removedAt: string | null;
   /** Why the policy was left in place, when it was (it then denies every write until the token expires). */
   readonly kept?: string;
+  /** Seconds waited before the token was requested until the policy was seen active (outside the live window). */
+  readonly activeWaitSeconds?: number;
   /** Seconds of the credential's live window spent on the probe outside the plan (before the push). */
   readonly probeSeconds?: number;
   /** Seconds from the end of the push until the closed policy denied a planned write (the window's end). */
