@@ -8,7 +8,6 @@
 // Writes bench/results/fleet.json with medians.
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createHandoffDeps, type HandoffSummary, silentLogger, systemClock } from '@baton/core';
 import { createFakeClock } from '@baton/core/testing';
