@@ -157,7 +157,11 @@ async function real() {
     let orchestratorPeakMB = 0;
     for (let i = 0; i < runs; i++) {
       for (const concurrency of [1, 4]) {
-        if (!first) for (const c of clusters) await resetCluster(c.kubeconfigPath, ['gitops-system', 'baton-system']);
+        if (!first) {
+          for (const c of clusters) await resetCluster(c.kubeconfigPath, ['gitops-system', 'baton-system']);
+          // A reset cluster's controller runs as a ServiceAccount that no longer exists: start it again.
+          for (const c of clusters) await controllers.restart(c.name);
+        }
         first = false;
         const audit = await openFleetAudit({
           ...targets[0]!.loaded.plan.audit,
