@@ -1,0 +1,231 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type HandoffPlanInput, HandoffPlanSchema, type LoadedPlan, parseHandoffPlan } from '@baton/core';
+
+/** The Git source the controller pulls from (`pull.source` of a plan). */
+export interface GitSource {
+  readonly url: string;
+  /** @default 'main' */
+  readonly ref?: string;
+  /** @default '.' */
+  readonly path?: string;
+  /** The commit the controller must reconcile. @default resolved from `ref` with `git ls-remote` */
+  readonly revision?: string;
+}
+
+/** Where the controller reports the revision it applied (`controller.status` of a plan). */
+export interface ControllerStatus {
+  /** @default 'v1' */
+  readonly apiVersion?: string;
+  /** @default 'ConfigMap' */
+  readonly kind?: string;
+  /** @default the controller namespace */
+  readonly namespace?: string;
+  readonly name: string;
+  /** Dotted path of the applied revision. @default 'data.revision' */
+  readonly revisionPath?: string;
+}
+
+/**
+ * The controller that takes over and what the push installs for it: a plan's `push.profile`, `push.manifests`,
+ * `pull.credential.secretName`, `pull.source` and `controller`, in one value (see `controllers`).
+ */
+export interface ControllerSpec {
+  /** Controller profile name (bootstrap-manifests/<profile>). */
+  readonly profile: string;
+  /** Directory of the manifests to push: the same files Git carries (relative paths resolve against the program's directory). */
+  readonly manifests: string;
+  readonly source: GitSource;
+  /** The Secret the push creates from `pullCredential`, which the controller pulls with. */
+  readonly pullSecretName: string;
+  /** The controller Deployment. */
+  readonly name: string;
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** Field manager the controller applies with. @default 'baton-controller' */
+  readonly fieldManager?: string;
+  readonly status: ControllerStatus;
+}
+
+/** The audit log of the handoff (`audit` of a plan). Relative paths resolve against the program's directory. */
+export interface AuditSpec {
+  readonly logPath: string;
+  readonly signingKeyPath: string;
+  /** @default 'baton.dev/handoff' */
+  readonly origin?: string;
+}
+
+/**
+ * The resolved inputs of a handoff, as the provider receives them: the plan's fields under the component's names.
+ * `kubeconfig`, `pullCredential` and `pushSecrets` are secrets.
+ */
+export interface HandoffInputs {
+  /** Cluster name in audit records. */
+  readonly clusterName: string;
+  /** The operator's kubeconfig text (YAML or JSON). Secret. */
+  readonly kubeconfig: string;
+  readonly context?: string;
+  /** @default 'baton-system' */
+  readonly batonNamespace?: string;
+  readonly controller: ControllerSpec;
+  /** The read-only Git credential the controller pulls with (e.g. `{ username, password }`). Secret. */
+  readonly pullCredential: Readonly<Record<string, string>>;
+  /** Push-only Secrets in the controller namespace that never live in Git, by name (e.g. a webhook key). Secret. */
+  readonly pushSecrets?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly push?: { readonly budgetSeconds?: number; readonly fieldManager?: string };
+  readonly takeover?: { readonly timeoutSeconds?: number; readonly requireOwnership?: boolean };
+  readonly audit: AuditSpec;
+  /** Local step journal. @default '.baton/journal' */
+  readonly journalDir?: string;
+}
+
+/** Inputs whose change after the handoff only changes how baton reaches the cluster, not what was pushed. */
+export const ACCESS_INPUTS: readonly string[] = ['kubeconfig', 'context'];
+
+/** One refused input, named by its property path on the component (Pulumi's `CheckFailure`). */
+export interface InputFailure {
+  readonly property: string;
+  readonly reason: string;
+}
+
+// Plan paths that are named differently on the component; the rest keep the plan's path.
+const PLAN_TO_INPUT: ReadonlyArray<readonly [string, string]> = [
+  ['cluster.kubeconfigContent', 'kubeconfig'],
+  ['cluster.context', 'context'],
+  ['cluster.name', 'clusterName'],
+  ['push.profile', 'controller.profile'],
+  ['push.manifests', 'controller.manifests'],
+  ['push.secrets', 'pushSecrets'],
+  ['pull.credential.secretName', 'controller.pullSecretName'],
+  ['pull.credential', 'pullCredential'],
+  ['pull.source', 'controller.source'],
+];
+
+/** The component's property path for a path of the plan schema (`pull.source.url` → `controller.source.url`). */
+export function inputPath(planPath: readonly PropertyKey[]): string {
+  const p = planPath.map(String).join('.');
+  for (const [from, to] of PLAN_TO_INPUT) {
+    if (p === from || p.startsWith(`${from}.`)) return to + p.slice(from.length);
+  }
+  return p;
+}
+
+/**
+ * The handoff plan of these inputs, as a plan file would state it; secret values stay out of it: the pull credential
+ * and push secrets are named by `files` (written by {@link withLoadedPlan}).
+ */
+export function toPlanInput(inputs: HandoffInputs, files: SecretFiles): HandoffPlanInput {
+  const c = inputs.controller;
+  return {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: {
+      name: inputs.clusterName,
+      kubeconfigContent: inputs.kubeconfig,
+      ...(inputs.context !== undefined ? { context: inputs.context } : {}),
+    },
+    ...(inputs.batonNamespace !== undefined ? { batonNamespace: inputs.batonNamespace } : {}),
+    push: {
+      credential: 'bootstrap-token',
+      profile: c?.profile,
+      manifests: c?.manifests,
+      ...inputs.push,
+      secrets: Object.keys(inputs.pushSecrets ?? {}).map((name) => ({ name, fromFile: files.pushSecrets[name] ?? '' })),
+    },
+    pull: {
+      credential: { secretName: c?.pullSecretName, fromFile: files.pullCredential },
+      source: c?.source,
+    },
+    controller: {
+      name: c?.name,
+      namespace: c?.namespace,
+      serviceAccount: c?.serviceAccount,
+      ...(c?.fieldManager !== undefined ? { fieldManager: c.fieldManager } : {}),
+      status: c?.status,
+    },
+    ...(inputs.takeover !== undefined ? { takeover: inputs.takeover } : {}),
+    audit: inputs.audit,
+    ...(inputs.journalDir !== undefined ? { journalDir: inputs.journalDir } : {}),
+  } as HandoffPlanInput;
+}
+
+/** Paths of the files that carry the secret maps of a plan. */
+export interface SecretFiles {
+  readonly pullCredential: string;
+  readonly pushSecrets: Readonly<Record<string, string>>;
+}
+
+/**
+ * Validates the inputs with the handoff plan's own zod schema (the plan file and the component cannot drift) and
+ * names each problem by the component's property path. Unknown values (during a preview) are not checked.
+ */
+export function validateInputs(inputs: HandoffInputs): InputFailure[] {
+  const failures: InputFailure[] = [];
+  for (const [property, map] of [
+    ['pullCredential', inputs.pullCredential],
+    ...Object.entries(inputs.pushSecrets ?? {}).map(([k, v]) => [`pushSecrets.${k}`, v] as const),
+  ] as const) {
+    if (map === null || typeof map !== 'object' || Object.values(map).some((v) => typeof v !== 'string')) {
+      failures.push({ property, reason: 'must be a map of key: string value (e.g. { username, password })' });
+    }
+  }
+  const placeholder: SecretFiles = {
+    pullCredential: '<pullCredential>',
+    pushSecrets: Object.fromEntries(Object.keys(inputs.pushSecrets ?? {}).map((k) => [k, `<pushSecrets.${k}>`])),
+  };
+  const r = HandoffPlanSchema.safeParse(toPlanInput(inputs, placeholder));
+  if (!r.success) {
+    for (const issue of r.error.issues) failures.push({ property: inputPath(issue.path), reason: issue.message });
+  }
+  return failures;
+}
+
+/**
+ * Runs `fn` with the plan of these inputs, its secret maps written to files in a private temporary directory
+ * (0700, files 0600) that is removed afterwards. `keysOnly` writes empty values: enough for a preview, whose digest
+ * covers Secret keys and never values.
+ * @throws {ConfigError} when the plan is refused (as {@link parseHandoffPlan}).
+ */
+export async function withLoadedPlan<T>(
+  inputs: HandoffInputs,
+  keysOnly: boolean,
+  fn: (loaded: LoadedPlan) => Promise<T> | T,
+): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-pulumi-'));
+  chmodSync(dir, 0o700);
+  try {
+    const write = (name: string, map: Readonly<Record<string, string>>) => {
+      const path = join(dir, `${name}.json`);
+      const values = keysOnly ? Object.fromEntries(Object.keys(map).map((k) => [k, ''])) : map;
+      // JSON is YAML: core reads these files as YAML maps.
+      writeFileSync(path, JSON.stringify(values), { mode: 0o600 });
+      return path;
+    };
+    const files: SecretFiles = {
+      pullCredential: write('pull-credential', inputs.pullCredential),
+      pushSecrets: Object.fromEntries(
+        Object.entries(inputs.pushSecrets ?? {}).map(([name, map], i) => [name, write(`push-secret-${i}`, map)]),
+      ),
+    };
+    return await fn(parseHandoffPlan(toPlanInput(inputs, files), `Handoff ${inputs.clusterName}`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The first property path at which two input values differ, or undefined when they are equal. */
+export function firstDifference(a: unknown, b: unknown, path = ''): string | undefined {
+  if (a === b) return undefined;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return path || '<root>';
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  for (const k of keys) {
+    const d = firstDifference(
+      (a as Record<string, unknown>)[k],
+      (b as Record<string, unknown>)[k],
+      path ? `${path}.${k}` : k,
+    );
+    if (d !== undefined) return d;
+  }
+  return undefined;
+}

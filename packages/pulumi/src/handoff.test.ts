@@ -1,0 +1,99 @@
+import { fileURLToPath } from 'node:url';
+import * as pulumi from '@pulumi/pulumi';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { batonController } from './controllers.js';
+import { Handoff } from './handoff.js';
+import type { HandoffReceipt } from './handoff-receipt.js';
+
+const manifests = fileURLToPath(new URL('../../../bootstrap-manifests/baton-controller', import.meta.url));
+const SECRET_SIG = '1b47061264138c4ac30d75fd1eb44270';
+
+/** What the mocked engine was asked to register. */
+const registered: pulumi.runtime.MockResourceArgs[] = [];
+
+const receipt: HandoffReceipt = {
+  outcome: 'handed-off',
+  runId: 'run-1',
+  revision: 'b'.repeat(40),
+  credential: null,
+  proof: null,
+  confinement: null,
+  audit: { logPath: '/x/audit.log', index: 0, eventId: 'run-1', checkpoint: 'cp' },
+  receiptName: 'baton-system/baton-receipt',
+  totalSeconds: 1,
+};
+
+beforeAll(async () => {
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (args) => {
+        registered.push(args);
+        return { id: `${args.name}-id`, state: { ...args.inputs, receipt } };
+      },
+      call: () => ({}),
+    },
+    'project',
+    'stack',
+    // Not a preview: the preview's log line would reach the console, which tests forbid.
+    false,
+  );
+});
+
+/** Resolves an output in the mocked runtime (unit tests only). */
+function resolved<T>(o: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => o.apply(resolve));
+}
+
+function isSecretValue(v: unknown): boolean {
+  return (
+    typeof v === 'object' && v !== null && (v as Record<string, unknown>)[pulumi.runtime.specialSigKey] === SECRET_SIG
+  );
+}
+
+describe('Handoff (wiring, mocked engine)', () => {
+  it('registers baton:index:Handoff with a dynamic child that gets the inputs, secrets marked', async () => {
+    const h = new Handoff('prod-eu-1', {
+      kubeconfig: 'kubeconfig-text-secret',
+      controller: batonController({ source: { url: 'http://git.example/c.git', path: 'clusters/x' }, manifests }),
+      pullCredential: { username: 'reader', password: pulumi.output('pw-secret') },
+      audit: { logPath: 'audit/handoffs.jsonl', signingKeyPath: 'audit/baton.key' },
+    });
+    expect(await resolved(h.runId)).toBe('run-1');
+    expect(await resolved(h.outcome)).toBe('handed-off');
+    expect(await resolved(h.receiptName)).toBe('baton-system/baton-receipt');
+    expect(await resolved(h.audit)).toEqual(receipt.audit);
+    expect(registered.map((r) => r.type)).toEqual(['baton:index:Handoff', 'pulumi-nodejs:dynamic/baton:HandoffRun']);
+    const run = registered[1]!;
+    expect(run.name).toBe('prod-eu-1');
+    expect(isSecretValue(run.inputs.kubeconfig)).toBe(true);
+    expect(isSecretValue(run.inputs.pullCredential)).toBe(true);
+    expect(isSecretValue(run.inputs.pushSecrets)).toBe(true);
+    expect(run.inputs.clusterName).toBe('prod-eu-1');
+    // Relative paths are made absolute against the program's directory, where `pulumi up` runs it.
+    expect(run.inputs.audit.logPath).toBe(`${process.cwd()}/audit/handoffs.jsonl`);
+    expect(run.inputs.journalDir).toBe(`${process.cwd()}/.baton/journal`);
+    expect(run.inputs.controller.manifests).toBe(manifests);
+    // The serialized provider loads the real one by package name: no module of baton is in the state.
+    const provider = run.inputs.__provider as string;
+    expect(provider).toMatch(/require\(["']@baton\/pulumi\/provider["']\)/);
+    expect(provider).not.toContain('runHandoff');
+    expect(provider.length).toBeLessThan(20_000);
+  });
+
+  it('computes the push plan without a cluster or a secret', async () => {
+    const h = new Handoff('plan-only', {
+      kubeconfig: pulumi.output('never-read'),
+      controller: batonController({ source: { url: 'http://git.example/c.git' }, manifests }),
+      pullCredential: { username: 'reader', password: 'pw' },
+      pushSecrets: { 'baton-webhook': { secret: 'whsec' } },
+      audit: { logPath: 'a.log', signingKeyPath: 'a.key' },
+    });
+    const plan = await resolved(h.plan);
+    expect(plan.planDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(plan.objects).toContain('Deployment/baton-system/baton-controller');
+    expect(plan.pushOnly).toEqual(['Secret/baton-system/baton-pull-credential', 'Secret/baton-system/baton-webhook']);
+    expect(plan.rules.length).toBeGreaterThan(0);
+    expect(plan.rules.some((r) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
+    expect(plan.confinement.allowed.length).toBe(plan.objects.length);
+  });
+});

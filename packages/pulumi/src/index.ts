@@ -1,0 +1,7 @@
+// The public API of @baton/pulumi. The dynamic provider lives behind `@baton/pulumi/provider`.
+export type { BatonControllerOptions } from './controllers.js';
+export { batonController, controllers } from './controllers.js';
+export type { HandoffArgs } from './handoff.js';
+export { formatPreview, Handoff } from './handoff.js';
+export type { AuditSpec, ControllerSpec, ControllerStatus, GitSource, HandoffInputs } from './handoff-inputs.js';
+export type { AuditReceipt, CredentialReceipt, HandoffReceipt } from './handoff-receipt.js';
