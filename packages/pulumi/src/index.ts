@@ -5,3 +5,5 @@ export type { HandoffArgs } from './handoff.js';
 export { formatPreview, Handoff } from './handoff.js';
 export type { AuditSpec, ControllerSpec, ControllerStatus, GitSource, HandoffInputs } from './handoff-inputs.js';
 export type { AuditReceipt, CredentialReceipt, HandoffReceipt } from './handoff-receipt.js';
+export type { HandoffStackOutputs } from './stack-config.js';
+export { handoffFromConfig, STACK_CONFIG_KEYS } from './stack-config.js';

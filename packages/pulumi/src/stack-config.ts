@@ -1,0 +1,64 @@
+import * as pulumi from '@pulumi/pulumi';
+import { batonController } from './controllers.js';
+import { Handoff } from './handoff.js';
+
+/**
+ * The config keys a stack of baton's reads (`pulumi config set <key> <value>`; secrets with `--secret`):
+ * - `gitUrl`, `gitRef` (@default main), `gitPath` (@default .), `gitRevision` (a commit; @default resolved from the ref);
+ * - `manifests`: the rendered push set directory (the same files Git carries), relative to the stack;
+ * - `pullUsername` and `pullPassword` (secret): the read-only Git credential the controller pulls with;
+ * - `webhookSecret` (secret, optional): the push-only `baton-webhook` Secret;
+ * - `clusterName` (@default the stack name), `takeoverTimeoutSeconds` (@default 300);
+ * - `auditLog` (@default audit/handoffs.jsonl) and `signingKey` (@default audit/baton.key), relative to the stack.
+ */
+export const STACK_CONFIG_KEYS = [
+  'gitUrl',
+  'gitRef',
+  'gitPath',
+  'gitRevision',
+  'manifests',
+  'pullUsername',
+  'pullPassword',
+  'webhookSecret',
+  'clusterName',
+  'takeoverTimeoutSeconds',
+  'auditLog',
+  'signingKey',
+] as const;
+
+/** The stack outputs of {@link handoffFromConfig}: the receipt and the push plan. */
+export interface HandoffStackOutputs {
+  readonly receipt: Handoff['receipt'];
+  readonly plan: Handoff['plan'];
+}
+
+/**
+ * A {@link Handoff} to baton-controller whose inputs come from the stack's config ({@link STACK_CONFIG_KEYS}) and
+ * whose kubeconfig is given (from config, a StackReference or a cluster resource).
+ * @throws {pulumi.RunError} when a required config key is missing (Pulumi names it).
+ */
+export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStackOutputs {
+  const config = new pulumi.Config();
+  const revision = config.get('gitRevision');
+  const webhook = config.getSecret('webhookSecret');
+  const handoff = new Handoff(config.get('clusterName') ?? pulumi.getStack(), {
+    kubeconfig,
+    controller: batonController({
+      source: {
+        url: config.require('gitUrl'),
+        ref: config.get('gitRef') ?? 'main',
+        path: config.get('gitPath') ?? '.',
+        ...(revision ? { revision } : {}),
+      },
+      manifests: config.require('manifests'),
+    }),
+    pullCredential: { username: config.require('pullUsername'), password: config.requireSecret('pullPassword') },
+    ...(webhook ? { pushSecrets: { 'baton-webhook': { secret: webhook } } } : {}),
+    takeover: { timeoutSeconds: config.getNumber('takeoverTimeoutSeconds') ?? 300 },
+    audit: {
+      logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl',
+      signingKeyPath: config.get('signingKey') ?? 'audit/baton.key',
+    },
+  });
+  return { receipt: handoff.receipt, plan: handoff.plan };
+}
