@@ -9,7 +9,8 @@ import { Handoff } from './handoff.js';
  * - `pullUsername` and `pullPassword` (secret): the read-only Git credential the controller pulls with;
  * - `webhookSecret` (secret, optional): the push-only `baton-webhook` Secret;
  * - `clusterName` (@default the stack name), `takeoverTimeoutSeconds` (@default 300);
- * - `auditLog` (@default audit/handoffs.jsonl) and `signingKey` (@default audit/baton.key), relative to the stack.
+ * - `auditLog` (@default audit/handoffs.jsonl) and `signingKey` (@default audit/baton.key), relative to the stack;
+ * - `journalDir` (@default .baton/journal): the local step journal; run logs go beside it (`logs/`).
  */
 export const STACK_CONFIG_KEYS = [
   'gitUrl',
@@ -24,6 +25,7 @@ export const STACK_CONFIG_KEYS = [
   'takeoverTimeoutSeconds',
   'auditLog',
   'signingKey',
+  'journalDir',
 ] as const;
 
 /** The stack outputs of {@link handoffFromConfig}: the receipt and the push plan. */
@@ -41,6 +43,7 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
   const config = new pulumi.Config();
   const revision = config.get('gitRevision');
   const webhook = config.getSecret('webhookSecret');
+  const journalDir = config.get('journalDir');
   const handoff = new Handoff(config.get('clusterName') ?? pulumi.getStack(), {
     kubeconfig,
     controller: batonController({
@@ -59,6 +62,7 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
       logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl',
       signingKeyPath: config.get('signingKey') ?? 'audit/baton.key',
     },
+    ...(journalDir ? { journalDir } : {}),
   });
   return { receipt: handoff.receipt, plan: handoff.plan };
 }

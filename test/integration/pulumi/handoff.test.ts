@@ -1,0 +1,260 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadTrustedKeys, verifyLog } from '@baton/audit';
+import { type Cluster, type PulumiEnv, type PulumiRunResult, startCluster } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
+import { JWT_PATTERN } from '../../support/handoff-run.js';
+import { isGone, kubeClients, kubeconfigText, pulumiEnv, rootNodeModules, storedState } from './pulumi-fixture.js';
+
+// `pulumi preview/up/refresh/destroy` of stacks/local from a shell in its directory, through the real CLI, our
+// Node.js language host and the dynamic-provider host, against a real cluster, Git server and baton-controller.
+const STACK_DIR = fileURLToPath(new URL('../../../stacks/local', import.meta.url));
+const PROJECT = 'baton-local';
+const STACK = `it${process.pid}`;
+const RUN_TYPE = 'pulumi-nodejs:dynamic/baton:HandoffRun';
+
+let cluster: Cluster;
+let side: BatonControllerEnv;
+let env: PulumiEnv;
+let admin: ReturnType<typeof kubeClients>;
+let kubeconfig: string;
+let webhookSecret: string;
+const savedNodeOptions = process.env.NODE_OPTIONS;
+/** Everything the CLI printed, for the secret grep. */
+const printed: string[] = [];
+
+async function cli(args: readonly string[]): Promise<PulumiRunResult> {
+  const r = await env.run(args, { cwd: STACK_DIR, stack: STACK });
+  printed.push(r.stdout, r.stderr);
+  return r;
+}
+
+/** Runs a command that must fail; returns everything it printed (the CLI's error carries stdout and stderr). */
+async function cliFailing(args: readonly string[]): Promise<string> {
+  const outcome = await cli(args).then(
+    () => undefined,
+    (err: unknown) => {
+      let text = '';
+      for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) text += `${e.message}\n`;
+      return text;
+    },
+  );
+  if (outcome === undefined) throw new Error(`pulumi ${args.join(' ')} succeeded; it was expected to fail`);
+  printed.push(outcome);
+  return outcome;
+}
+
+async function setConfig(key: string, value: string, secret = false): Promise<void> {
+  await cli(['config', 'set', ...(secret ? ['--secret'] : []), key, '--', value]);
+}
+
+async function stackOutput<T>(name: string): Promise<T> {
+  return JSON.parse((await cli(['stack', 'output', '--json', name])).stdout) as T;
+}
+
+async function resourceTypes(): Promise<string[]> {
+  const state = JSON.parse((await cli(['stack', 'export'])).stdout) as {
+    deployment: { resources?: { type: string }[] };
+  };
+  return (state.deployment.resources ?? []).map((r) => r.type);
+}
+
+interface AuditEvent {
+  verb: string;
+  stage?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string };
+}
+
+/** Apiserver audit events from `offset` (bytes) on. */
+function apiserverEventsSince(offset: number): AuditEvent[] {
+  return readFileSync(cluster.auditLogPath!, 'utf8')
+    .slice(offset)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditEvent);
+}
+
+const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/** Writes to baton's objects (anything named baton-* or in baton-system), and any request of a bootstrap identity. */
+function batonWrites(events: readonly AuditEvent[]): string[] {
+  return events
+    .filter((e) => e.stage === 'ResponseComplete')
+    .filter(
+      (e) =>
+        e.user?.username?.includes('baton-bootstrap') ||
+        (WRITE_VERBS.includes(e.verb) &&
+          (e.objectRef?.namespace === 'baton-system' || e.objectRef?.name?.startsWith('baton'))),
+    )
+    .map((e) => `${e.user?.username} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`);
+}
+
+interface StackReceipt {
+  outcome: string;
+  runId: string;
+  revision: string | null;
+  credential: { fingerprint: string; revokedAt: string | null; liveSeconds: number; rules: unknown[] } | null;
+  proof: { probeStatus: number; tokenReviewAuthenticated: boolean } | null;
+  confinement: { probeDenied: boolean; planDigest: string } | null;
+  audit: { logPath: string; index: number; eventId: string; checkpoint: string } | null;
+  receiptName: string;
+}
+
+beforeAll(async () => {
+  cluster = await startCluster({ name: `pulumi-handoff-${process.pid}` });
+  side = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, clusterName: 'pulumi-local' });
+  admin = kubeClients(cluster.kubeconfigPath);
+  kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
+  webhookSecret = (parse(readFileSync(join(side.dir, 'webhook.yaml'), 'utf8')) as { secret: string }).secret;
+  // The program and the dynamic-provider host load baton's packages from source, as every test does.
+  process.env.NODE_OPTIONS = `--conditions=@baton/source --import ${join(rootNodeModules, 'tsx', 'dist', 'loader.mjs')}`;
+  env = await pulumiEnv();
+  await cli(['stack', 'init', STACK]);
+  await setConfig('kubeconfig', kubeconfig, true);
+  await setConfig('clusterName', 'pulumi-local');
+  await setConfig('gitUrl', side.git.repoUrl('cluster-config'));
+  await setConfig('gitPath', 'clusters/demo');
+  await setConfig('gitRevision', side.revision);
+  await setConfig('manifests', join(side.dir, 'push'));
+  await setConfig('pullUsername', side.git.credentials.username);
+  // Wrong at first: the controller cannot pull, so the first handoff fails at the takeover (see below).
+  await setConfig('pullPassword', 'not-the-password', true);
+  await setConfig('webhookSecret', webhookSecret, true);
+  await setConfig('takeoverTimeoutSeconds', '20');
+  await setConfig('auditLog', side.auditLogPath);
+  await setConfig('signingKey', join(side.dir, 'audit', 'signing.key'));
+  await setConfig('journalDir', join(side.dir, 'journal'));
+});
+
+afterAll(async () => {
+  // Removes the stack and stacks/local/Pulumi.<stack>.yaml.
+  await env?.run(['stack', 'rm', '--yes', '--force', STACK], { cwd: STACK_DIR }).catch(() => undefined);
+  await env?.cleanup();
+  expect(await env?.processes()).toEqual([]);
+  await side?.stop();
+  await cluster?.stop();
+  process.env.NODE_OPTIONS = savedNodeOptions;
+});
+
+describe('pulumi CLI of stacks/local: the Handoff component', () => {
+  it('previews the push plan (objects, digest, RBAC, confinement) and writes nothing to the cluster', async () => {
+    const offset = statSync(cluster.auditLogPath!).size;
+    const r = await cli(['preview', '--diff']);
+    expect(r.stdout).toMatch(/baton push plan sha256:[0-9a-f]{64}: 10 objects \(2 push-only\)/);
+    expect(r.stdout).toContain('push Deployment/baton-system/baton-controller');
+    expect(r.stdout).toContain('push Secret/baton-system/baton-pull-credential (push-only, never in Git)');
+    expect(r.stdout).toMatch(/credential system:serviceaccount:baton-system:baton-bootstrap-<run-id>: \d+ RBAC rules/);
+    expect(r.stdout).toMatch(/confinement baton-bootstrap-<run-id>: \d+ validations/);
+    expect(r.stdout).toContain('baton:index:Handoff');
+    expect(batonWrites(apiserverEventsSince(offset))).toEqual([]);
+    expect(await isGone(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(true);
+  });
+
+  it('fails the update when the controller never takes over, keeps nothing in state, and still revokes and records', async () => {
+    const text = await cliFailing(['up', '--yes']);
+    expect(text).toMatch(/baton handoff \S+ of cluster pulumi-local ended failed at step takeover/);
+    expect(text).toMatch(/The bootstrap credential sha256:[0-9a-f]{16} was revoked at /);
+    expect(text).toMatch(/recorded as audit event \S+ at index 0/);
+    expect(await resourceTypes()).not.toContain(RUN_TYPE);
+    const verdict = await verifyLog(side.auditLogPath, await loadTrustedKeys(side.keysPath));
+    expect(verdict).toMatchObject({ ok: true, entries: 1 });
+  });
+
+  it('hands the cluster off with `pulumi up` and exports the receipt', async () => {
+    await setConfig('pullPassword', side.git.credentials.password, true);
+    const offset = statSync(cluster.auditLogPath!).size;
+    const r = await cli(['up', '--yes']);
+    expect(r.stdout).toMatch(/\+ {3}2 created/);
+    const receipt = await stackOutput<StackReceipt>('receipt');
+    expect(receipt).toMatchObject({
+      outcome: 'handed-off',
+      revision: side.revision,
+      proof: { probeStatus: 401, tokenReviewAuthenticated: false },
+      confinement: { probeDenied: true },
+      audit: { logPath: side.auditLogPath, index: 1 },
+      receiptName: 'baton-system/baton-receipt',
+    });
+    expect(receipt.credential?.revokedAt).toBeTruthy();
+    expect(receipt.credential?.liveSeconds).toBeGreaterThan(0);
+    expect(receipt.audit?.eventId).toBe(receipt.runId);
+    // The push went through the bootstrap identity: the same audit check as the preview's sees it now.
+    expect(batonWrites(apiserverEventsSince(offset)).length).toBeGreaterThan(0);
+    const inCluster = await admin.core.readNamespacedConfigMap({ namespace: 'baton-system', name: 'baton-receipt' });
+    expect(inCluster.data?.runId).toBe(receipt.runId);
+    expect(await resourceTypes()).toContain(RUN_TYPE);
+    const verdict = await verifyLog(side.auditLogPath, await loadTrustedKeys(side.keysPath));
+    expect(verdict).toMatchObject({ ok: true, entries: 2 });
+  });
+
+  it('changes nothing on a second `pulumi up`, and touches no controller-owned object', async () => {
+    const offset = statSync(cluster.auditLogPath!).size;
+    const r = await cli(['up', '--yes', '--expect-no-changes']);
+    expect(r.stdout).toMatch(/3 unchanged/);
+    expect(batonWrites(apiserverEventsSince(offset))).toEqual([]);
+  });
+
+  it('shows no drift on `pulumi refresh` (the receipt read with the operator credential)', async () => {
+    const before = await stackOutput<StackReceipt>('receipt');
+    const offset = statSync(cluster.auditLogPath!).size;
+    const r = await cli(['refresh', '--yes', '--expect-no-changes']);
+    expect(r.stdout).toMatch(/3 unchanged/);
+    const reads = apiserverEventsSince(offset).filter((e) => e.objectRef?.name === 'baton-receipt');
+    expect(reads.map((e) => `${e.user?.username} ${e.verb}`)).toContain('baton-admin get');
+    expect(batonWrites(apiserverEventsSince(offset))).toEqual([]);
+    expect(await stackOutput<StackReceipt>('receipt')).toEqual(before);
+  });
+
+  it('refuses a change to what was pushed in preview, naming the property and the reason', async () => {
+    await setConfig('gitPath', 'clusters/elsewhere');
+    const text = await cliFailing(['preview']);
+    expect(text).toContain('controller.source.path');
+    expect(text).toContain('the cluster is handed off; change it in Git');
+    expect(text).toContain('pulumi up --replace');
+    await setConfig('gitPath', 'clusters/demo');
+  });
+
+  it('keeps every secret of the run out of the state file, the engine output and the logs', async () => {
+    const state = await storedState(env, PROJECT, STACK);
+    const logsDir = join(side.dir, 'logs');
+    const logs = readdirSync(logsDir).map((f) => readFileSync(join(logsDir, f), 'utf8'));
+    expect(logs.length).toBeGreaterThan(0);
+    const everything = [state, ...printed, ...logs].join('\n');
+    const secrets = {
+      pullPassword: side.git.credentials.password,
+      webhookSecret,
+      clientKey: /client-key-data: (\S+)/.exec(kubeconfig)?.[1] ?? 'missing',
+    };
+    for (const [name, value] of Object.entries(secrets)) {
+      expect(value.length, name).toBeGreaterThan(8);
+      // Booleans, so that a failure cannot print the secret.
+      expect(everything.includes(value), name).toBe(false);
+    }
+    expect(JWT_PATTERN.test(everything), 'a bootstrap token').toBe(false);
+    // Still, the run really used them: the state has the kubeconfig and credential as ciphertext.
+    expect(state).toContain('"ciphertext"');
+  });
+
+  it('hands off anew with `pulumi up --replace`', async () => {
+    const before = await stackOutput<StackReceipt>('receipt');
+    const urn = `urn:pulumi:${STACK}::${PROJECT}::baton:index:Handoff$${RUN_TYPE}::pulumi-local`;
+    await cli(['up', '--yes', '--replace', urn]);
+    const after = await stackOutput<StackReceipt>('receipt');
+    expect(after.runId).not.toBe(before.runId);
+    // The cluster is already pulling the declared revision: the new run mints and pushes nothing.
+    expect(after.outcome).toBe('already-handed-off');
+  });
+
+  it('leaves the controller running on `pulumi destroy`, and says so', async () => {
+    const r = await cli(['destroy', '--yes']);
+    expect(`${r.stdout}\n${r.stderr}`).toContain(
+      'stays handed off: its controller baton-system/baton-controller keeps running',
+    );
+    expect(await resourceTypes()).toEqual([]);
+    const dep = await admin.apps.readNamespacedDeployment({ namespace: 'baton-system', name: 'baton-controller' });
+    expect(dep.metadata?.name).toBe('baton-controller');
+  });
+});
