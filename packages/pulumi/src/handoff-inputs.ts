@@ -80,8 +80,11 @@ export interface HandoffInputs {
   readonly journalDir?: string;
 }
 
-/** Inputs whose change after the handoff only changes how baton reaches the cluster, not what was pushed. */
-export const ACCESS_INPUTS: readonly string[] = ['kubeconfig', 'context'];
+/**
+ * Inputs whose change after the handoff changes how baton reaches the cluster, not what was pushed: the operator's
+ * access, and the serialized provider (`__provider`, which changes with a new @baton/pulumi).
+ */
+export const ACCESS_INPUTS: readonly string[] = ['kubeconfig', 'context', '__provider'];
 
 /** One refused input, named by its property path on the component (Pulumi's `CheckFailure`). */
 export interface InputFailure {

@@ -96,6 +96,9 @@ describe('checkHandoff', () => {
 
   it("lets the operator's access change without a new handoff", () => {
     expect(checkHandoff(inputs(), inputs({ kubeconfig: `${KUBECONFIG}\n# rotated`, context: 'admin' }))).toEqual([]);
+    // A new version of the component serializes another provider: not a change to the cluster.
+    const withProvider = (p: string) => ({ ...inputs(), __provider: p }) as HandoffInputs;
+    expect(checkHandoff(withProvider('v1'), withProvider('v2'))).toEqual([]);
   });
 });
 
@@ -167,5 +170,31 @@ describe('the preview of a refused manifest set', () => {
     await expect(withLoadedPlan(bad, true, previewHandoff)).rejects.toThrow(
       /has no Deployment baton-system\/missing \(controller.name\)/,
     );
+  });
+});
+
+describe('refreshReceipt', () => {
+  it('shows no drift for the same handoff and the new run when the cluster was handed off again', async () => {
+    const { refreshReceipt, receiptOf } = await import('./handoff-receipt.js');
+    const stored = receiptOf(summary(), 'baton-system/baton-receipt');
+    const same = {
+      runId: stored.runId,
+      outcome: 'handed-off',
+      revision: 'a'.repeat(40),
+      recordedAt: '2026-12-01T18:24:12.000Z',
+      credentialFingerprint: 'sha256:0123456789abcdef',
+      auditEventId: stored.runId,
+      auditEventDigest: 'sha256:00',
+      auditLogIndex: '3',
+      auditCheckpoint: 'checkpoint',
+    };
+    expect(refreshReceipt(stored, same)).toBe(stored);
+    const again = { ...same, runId: 'later', auditEventId: 'later', auditLogIndex: '4', revision: 'c'.repeat(40) };
+    expect(refreshReceipt(stored, again)).toMatchObject({
+      runId: 'later',
+      revision: 'c'.repeat(40),
+      audit: { index: 4, eventId: 'later' },
+    });
+    expect(refreshReceipt(stored, undefined).outcome).toBe('receipt-missing');
   });
 });

@@ -80,17 +80,28 @@ function apiserverEventsSince(offset: number): AuditEvent[] {
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
 
-/** Writes to baton's objects (anything named baton-* or in baton-system), and any request of a bootstrap identity. */
+// What the test bed's own agents write with the admin identity (kwok's nodes and their leases, the pod runner's pods),
+// and Events: never baton's.
+const TEST_BED_RESOURCES = ['nodes', 'pods', 'events'];
+
+/**
+ * Writes by the operator's identity (kubeconfig user `baton-admin`) to anything but the test bed's own objects, and
+ * any request at all of a bootstrap identity. Writes by the cluster's own controllers and by baton-controller
+ * (`system:` users) are not baton's.
+ */
 function batonWrites(events: readonly AuditEvent[]): string[] {
   return events
     .filter((e) => e.stage === 'ResponseComplete')
-    .filter(
+    .filter((e) => {
+      const user = e.user?.username ?? '';
+      if (user.includes('baton-bootstrap')) return true;
+      if (!WRITE_VERBS.includes(e.verb) || user.startsWith('system:')) return false;
+      return !TEST_BED_RESOURCES.includes(e.objectRef?.resource ?? '') && e.objectRef?.namespace !== 'kube-node-lease';
+    })
+    .map(
       (e) =>
-        e.user?.username?.includes('baton-bootstrap') ||
-        (WRITE_VERBS.includes(e.verb) &&
-          (e.objectRef?.namespace === 'baton-system' || e.objectRef?.name?.startsWith('baton'))),
-    )
-    .map((e) => `${e.user?.username} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`);
+        `${e.user?.username} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.namespace ?? ''}/${e.objectRef?.name}`,
+    );
 }
 
 interface StackReceipt {
