@@ -172,7 +172,7 @@ export function formatPreview(p: HandoffPreview): string {
     `  credential ${p.confinement.subject}: ${p.rules.length} RBAC rules, no wildcard`,
     ...p.rules.map(
       (r) =>
-        `    ${r.verbs.join(',')} ${r.apiGroups.map((g) => g || 'core').join(',')}/${r.resources.join(',')}${r.resourceNames?.length ? ` ${r.resourceNames.join(',')}` : ''}`,
+        `    ${r.verbs.join(',')} ${r.apiGroups.map((g) => g || 'core').join(',')}/${r.resources.join(',')}${r.resourceNames?.length ? ` ${r.resourceNames.join(',')}` : ''}${r.namespace ? ` in ${r.namespace}` : ''}`,
     ),
     `  confinement ${p.confinement.policyName}: ${p.confinement.validationCount} validations (${p.confinement.policyBytes} bytes) allow only ${p.confinement.allowed.length} writes; ${p.confinement.content}`,
   ].join('\n');

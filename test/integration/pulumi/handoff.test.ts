@@ -154,7 +154,7 @@ afterAll(async () => {
 describe('pulumi CLI of stacks/local: the Handoff component', () => {
   it('previews the push plan (objects, digest, RBAC, confinement) and writes nothing to the cluster', async () => {
     const offset = statSync(cluster.auditLogPath!).size;
-    const r = await cli(['preview', '--diff']);
+    const r = await cli(['preview']);
     expect(r.stdout).toMatch(/baton push plan sha256:[0-9a-f]{64}: 10 objects \(2 push-only\)/);
     expect(r.stdout).toContain('push Deployment/baton-system/baton-controller');
     expect(r.stdout).toContain('push Secret/baton-system/baton-pull-credential (push-only, never in Git)');
@@ -177,6 +177,8 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
 
   it('hands the cluster off with `pulumi up` and exports the receipt', async () => {
     await setConfig('pullPassword', side.git.credentials.password, true);
+    // The controller backs off after failed pulls (up to 30 s) before it reads the pushed credential again.
+    await setConfig('takeoverTimeoutSeconds', '150');
     const offset = statSync(cluster.auditLogPath!).size;
     const r = await cli(['up', '--yes']);
     expect(r.stdout).toMatch(/\+ {3}2 created/);
