@@ -165,6 +165,13 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
     expect(await isGone(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(true);
   });
 
+  it('fails the preview of a bad input, naming its property path', async () => {
+    await setConfig('takeoverTimeoutSeconds', '-5');
+    const text = await cliFailing(['preview']);
+    expect(text).toMatch(/property takeover\.timeoutSeconds value .* has a problem: Too small/);
+    await setConfig('takeoverTimeoutSeconds', '20');
+  });
+
   it('fails the update when the controller never takes over, keeps nothing in state, and still revokes and records', async () => {
     const text = await cliFailing(['up', '--yes']);
     expect(text).toMatch(/baton handoff \S+ of cluster pulumi-local ended failed at step takeover/);
