@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batonController } from './controllers.js';
 import { Handoff } from './handoff.js';
 import type { HandoffReceipt } from './handoff-receipt.js';
+import { handoffFromConfig } from './stack-config.js';
 
 const manifests = fileURLToPath(new URL('../../../bootstrap-manifests/baton-controller', import.meta.url));
 const SECRET_SIG = '1b47061264138c4ac30d75fd1eb44270';
@@ -95,5 +96,34 @@ describe('Handoff (wiring, mocked engine)', () => {
     expect(plan.rules.length).toBeGreaterThan(0);
     expect(plan.rules.some((r) => r.verbs.includes('*') || r.resources.includes('*'))).toBe(false);
     expect(plan.confinement.allowed.length).toBe(plan.objects.length);
+  });
+
+  it('builds a stack from `pulumi config`: secrets stay secrets, relative paths resolve against the program', async () => {
+    pulumi.runtime.setAllConfig(
+      {
+        'project:gitUrl': 'http://git.example/c.git',
+        'project:gitRevision': 'c'.repeat(40),
+        'project:manifests': manifests,
+        'project:pullUsername': 'reader',
+        'project:pullPassword': 'pw-from-config',
+        'project:webhookSecret': 'whsec-from-config',
+        'project:takeoverTimeoutSeconds': '45',
+      },
+      ['project:pullPassword', 'project:webhookSecret'],
+    );
+    const out = handoffFromConfig(pulumi.secret('kubeconfig-from-config'));
+    expect((await resolved(out.receipt)).runId).toBe('run-1');
+    // Named by the stack (`clusterName` unset).
+    const run = registered.find((r) => r.type === 'pulumi-nodejs:dynamic/baton:HandoffRun' && r.name === 'stack')!;
+    expect(run.inputs.controller.source).toEqual({
+      url: 'http://git.example/c.git',
+      ref: 'main',
+      path: '.',
+      revision: 'c'.repeat(40),
+    });
+    expect(run.inputs.takeover).toEqual({ timeoutSeconds: 45 });
+    expect(run.inputs.audit.signingKeyPath).toBe(`${process.cwd()}/audit/baton.key`);
+    for (const key of ['kubeconfig', 'pullCredential', 'pushSecrets'])
+      expect(isSecretValue(run.inputs[key]), key).toBe(true);
   });
 });
