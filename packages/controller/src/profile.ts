@@ -103,6 +103,12 @@ export interface TakeoverCheck {
  * Checks once whether the profile's controller has taken over at `expectedRevision` (a commit
  * SHA): Deployments Available, CRDs Established, the revision object reporting that commit, and
  * its conditions met. Poll it with a deadline; it never throws on a rule that is not met yet.
+ *
+ * Not the handoff engine's check (`checkTakeover` of `@baton/core`), on purpose: that one decides when a credential
+ * may be revoked, from the plan (`controller.status`) and the pushed set, and requires the controller's field manager
+ * to own every pushed object; this one reads a profile's rules (StatefulSets, CRDs, exact or suffix revision match,
+ * conditions on the status object) through the controller's own REST client, which has no `@kubernetes/client-node`
+ * behind it (ADR 0006). They share no client and few rules, so neither can serve as the other.
  * @throws KubeApiError only on apiserver errors other than 404.
  */
 export async function checkTakeover(
