@@ -163,7 +163,11 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     keyPem: pki.admin.keyPem,
   });
   const boot: Boot = { layout, bin, components, http, ...deadline };
-  const cluster = clusterHandle(boot, pki.ca.certPem, options.keep ?? false, reaper);
+  const cluster = clusterHandle(boot, pki.ca.certPem, {
+    keep: options.keep ?? false,
+    reaper,
+    callerSignal: options.signal,
+  });
   running.add(cluster);
   try {
     await bootControlPlane(boot, nodes, progress);
@@ -357,8 +361,14 @@ interface Boot {
 }
 
 /** The handle a caller gets; `stop` also undoes a failed start. */
-function clusterHandle(boot: Boot, caPem: string, keep: boolean, reaper: Reaper | null): Cluster {
+function clusterHandle(
+  boot: Boot,
+  caPem: string,
+  options: { readonly keep: boolean; readonly reaper: Reaper | null; readonly callerSignal: AbortSignal | undefined },
+): Cluster {
   const { layout, components, http } = boot;
+  const { keep, reaper } = options;
+  const restartSignal = AbortSignal.any(options.callerSignal ? [options.callerSignal] : []);
   const cluster: Cluster = {
     name: layout.name,
     kubeconfigPath: layout.kubeconfigs.admin,
@@ -379,7 +389,8 @@ function clusterHandle(boot: Boot, caPem: string, keep: boolean, reaper: Reaper 
     },
     restartApiserver: async () => {
       await components.stop('kube-apiserver');
-      await startApiserver(boot, 60_000);
+      // Its own deadline: the start's signal has long timed out on a cluster that ran for minutes.
+      await startApiserver({ ...boot, signal: restartSignal }, 60_000);
     },
   };
   return cluster;
