@@ -7,22 +7,24 @@ type Payload = { value: unknown; issues: unknown[] };
 // checks that the compiled validator agrees with zod on thousands of valid and mutated records.
 interface ZodNode {
   readonly _zod: {
-    readonly def: {
-      readonly type: string;
-      readonly checks?: readonly ZodCheck[];
-      readonly format?: string;
-      readonly pattern?: RegExp;
-      readonly shape?: Record<string, ZodNode>;
-      readonly catchall?: ZodNode;
-      readonly innerType?: ZodNode;
-      readonly element?: ZodNode;
-      readonly keyType?: ZodNode;
-      readonly valueType?: ZodNode;
-      readonly values?: readonly unknown[];
-      readonly entries?: Record<string, unknown>;
-    };
+    readonly def: ZodDef;
     readonly check?: (payload: Payload) => void;
   };
+}
+
+interface ZodDef {
+  readonly type: string;
+  readonly checks?: readonly ZodCheck[];
+  readonly format?: string;
+  readonly pattern?: RegExp;
+  readonly shape?: Record<string, ZodNode>;
+  readonly catchall?: ZodNode;
+  readonly innerType?: ZodNode;
+  readonly element?: ZodNode;
+  readonly keyType?: ZodNode;
+  readonly valueType?: ZodNode;
+  readonly values?: readonly unknown[];
+  readonly entries?: Record<string, unknown>;
 }
 
 interface ZodCheck {
@@ -78,67 +80,8 @@ class Generator {
   /** Emits a function for one schema node and returns its name, or undefined if the node is not supported. */
   node(schema: ZodNode): string | undefined {
     const def = schema._zod.def;
-    const body: string[] = [];
-    switch (def.type) {
-      case 'string':
-        body.push(`if (typeof v !== 'string') return false;`);
-        break;
-      case 'number':
-        body.push(`if (typeof v !== 'number' || !Number.isFinite(v)) return false;`);
-        break;
-      case 'boolean':
-        body.push(`if (typeof v !== 'boolean') return false;`);
-        break;
-      case 'literal':
-      case 'enum':
-        body.push(
-          `if (!${this.ref(new Set(def.type === 'literal' ? def.values : Object.values(def.entries ?? {})))}.has(v)) return false;`,
-        );
-        break;
-      case 'optional':
-      case 'nullable': {
-        const inner = this.node(def.innerType!);
-        if (!inner) return undefined;
-        body.push(
-          `if (v === ${def.type === 'optional' ? 'undefined' : 'null'}) return true;`,
-          `if (!${inner}(v)) return false;`,
-        );
-        break;
-      }
-      case 'array': {
-        const element = this.node(def.element!);
-        if (!element) return undefined;
-        body.push(
-          `if (!Array.isArray(v)) return false;`,
-          `for (let i = 0; i < v.length; i++) if (!${element}(v[i])) return false;`,
-        );
-        break;
-      }
-      case 'record': {
-        const key = this.node(def.keyType!);
-        const value = this.node(def.valueType!);
-        if (!key || !value) return undefined;
-        body.push(
-          `if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;`,
-          `for (const k of Object.keys(v)) if (!${key}(k) || !${value}(v[k])) return false;`,
-        );
-        break;
-      }
-      case 'object': {
-        // Only strict objects: z.object() strips unknown keys, so its output would differ from its input.
-        if (def.catchall?._zod.def.type !== 'never') return undefined;
-        body.push(`if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;`);
-        for (const [key, field] of Object.entries(def.shape ?? {})) {
-          const f = this.node(field);
-          if (!f) return undefined;
-          body.push(`if (!${f}(v[${JSON.stringify(key)}])) return false;`);
-        }
-        body.push(`for (const k in v) if (!${this.ref(new Set(Object.keys(def.shape ?? {})))}.has(k)) return false;`);
-        break;
-      }
-      default:
-        return undefined;
-    }
+    const body = this.typeLines(def);
+    if (!body) return undefined;
     for (const check of def.checks ?? []) body.push(this.check(check));
     // String formats (datetime, url) are schemas that are also checks.
     if (def.type === 'string' && schema._zod.check) {
@@ -152,6 +95,75 @@ class Generator {
     this.functions.push('');
     this.functions[Number(name.slice(1))] = `function ${name}(v) {\n${body.join('\n')}\nreturn true;\n}`;
     return name;
+  }
+
+  /** The lines that check a node's type (and its children's), or undefined for a type this compiler does not know. */
+  private typeLines(def: ZodDef): string[] | undefined {
+    switch (def.type) {
+      case 'string':
+        return [`if (typeof v !== 'string') return false;`];
+      case 'number':
+        return [`if (typeof v !== 'number' || !Number.isFinite(v)) return false;`];
+      case 'boolean':
+        return [`if (typeof v !== 'boolean') return false;`];
+      case 'literal':
+      case 'enum':
+        return [
+          `if (!${this.ref(new Set(def.type === 'literal' ? def.values : Object.values(def.entries ?? {})))}.has(v)) return false;`,
+        ];
+      case 'optional':
+      case 'nullable':
+        return this.wrapperLines(def);
+      case 'array':
+        return this.arrayLines(def);
+      case 'record':
+        return this.recordLines(def);
+      case 'object':
+        return this.objectLines(def);
+      default:
+        return undefined;
+    }
+  }
+
+  private wrapperLines(def: ZodDef): string[] | undefined {
+    const inner = this.node(def.innerType!);
+    if (!inner) return undefined;
+    return [
+      `if (v === ${def.type === 'optional' ? 'undefined' : 'null'}) return true;`,
+      `if (!${inner}(v)) return false;`,
+    ];
+  }
+
+  private arrayLines(def: ZodDef): string[] | undefined {
+    const element = this.node(def.element!);
+    if (!element) return undefined;
+    return [
+      `if (!Array.isArray(v)) return false;`,
+      `for (let i = 0; i < v.length; i++) if (!${element}(v[i])) return false;`,
+    ];
+  }
+
+  private recordLines(def: ZodDef): string[] | undefined {
+    const key = this.node(def.keyType!);
+    const value = this.node(def.valueType!);
+    if (!key || !value) return undefined;
+    return [
+      `if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;`,
+      `for (const k of Object.keys(v)) if (!${key}(k) || !${value}(v[k])) return false;`,
+    ];
+  }
+
+  private objectLines(def: ZodDef): string[] | undefined {
+    // Only strict objects: z.object() strips unknown keys, so its output would differ from its input.
+    if (def.catchall?._zod.def.type !== 'never') return undefined;
+    const lines = [`if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;`];
+    for (const [key, field] of Object.entries(def.shape ?? {})) {
+      const f = this.node(field);
+      if (!f) return undefined;
+      lines.push(`if (!${f}(v[${JSON.stringify(key)}])) return false;`);
+    }
+    lines.push(`for (const k in v) if (!${this.ref(new Set(Object.keys(def.shape ?? {})))}.has(k)) return false;`);
+    return lines;
   }
 
   // The common checks inline; anything else (refinements, URLs) calls zod's own check code.

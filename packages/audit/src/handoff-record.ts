@@ -189,38 +189,48 @@ export const HandoffRecordSchema = z
   .superRefine((r, ctx) => {
     const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path, message });
     if (Date.parse(r.finishedAt) < Date.parse(r.startedAt)) issue(['finishedAt'], 'must not be before startedAt');
-    if (r.outcome === HandoffOutcome.handedOff) {
-      if (r.failedStep !== undefined) issue(['failedStep'], 'must be absent when the outcome is handed-off');
-      if (!r.credential) issue(['credential'], 'is required when the outcome is handed-off');
-      if (!r.readiness) issue(['readiness'], 'is required when the outcome is handed-off');
-      if (!r.revocation) issue(['revocation'], 'is required when the outcome is handed-off');
-      else {
-        if (r.revocation.tokenReview.authenticated) {
-          issue(['revocation', 'tokenReview', 'authenticated'], 'must be false: a handoff ends with a dead credential');
-        }
-        if (r.revocation.directRequest.statusCode !== 401) {
-          issue(['revocation', 'directRequest', 'statusCode'], 'must be 401: the revoked credential must be refused');
-        }
-      }
-    } else if (r.failedStep === undefined) {
-      issue(['failedStep'], `is required when the outcome is ${r.outcome}`);
-    }
-    const c = r.credential;
-    if (c) {
-      if (Date.parse(c.expiresAt) < Date.parse(c.issuedAt)) issue(['credential', 'expiresAt'], 'is before issuedAt');
-      if (c.revokedAt !== null && Date.parse(c.revokedAt) < Date.parse(c.issuedAt)) {
-        issue(['credential', 'revokedAt'], 'is before issuedAt');
-      }
-      // One second of slack: the engine may round; anything more is a record that contradicts itself.
-      if (Math.abs(c.liveSeconds - credentialLiveSeconds(c)) > 1) {
-        issue(
-          ['credential', 'liveSeconds'],
-          `must be ${credentialLiveSeconds(c)} (issuedAt to min(revokedAt, expiresAt))`,
-        );
-      }
-    }
+    checkOutcome(r, issue);
+    if (r.credential) checkCredentialTimes(r.credential, issue);
   })
   .describe('baton handoff record: the in-toto predicate of dev.baton.handoff.v1 events');
 
 /** The handoff record (in-toto predicate). */
 export type HandoffRecord = z.infer<typeof HandoffRecordSchema>;
+
+type IssueAt = (path: PropertyKey[], message: string) => void;
+
+/** A handed-off run has a credential, readiness and a proven revocation; any other outcome names its failed step. */
+function checkOutcome(
+  r: Pick<HandoffRecord, 'outcome' | 'failedStep' | 'credential' | 'readiness' | 'revocation'>,
+  issue: IssueAt,
+): void {
+  if (r.outcome !== HandoffOutcome.handedOff) {
+    if (r.failedStep === undefined) issue(['failedStep'], `is required when the outcome is ${r.outcome}`);
+    return;
+  }
+  if (r.failedStep !== undefined) issue(['failedStep'], 'must be absent when the outcome is handed-off');
+  if (!r.credential) issue(['credential'], 'is required when the outcome is handed-off');
+  if (!r.readiness) issue(['readiness'], 'is required when the outcome is handed-off');
+  if (!r.revocation) {
+    issue(['revocation'], 'is required when the outcome is handed-off');
+    return;
+  }
+  if (r.revocation.tokenReview.authenticated) {
+    issue(['revocation', 'tokenReview', 'authenticated'], 'must be false: a handoff ends with a dead credential');
+  }
+  if (r.revocation.directRequest.statusCode !== 401) {
+    issue(['revocation', 'directRequest', 'statusCode'], 'must be 401: the revoked credential must be refused');
+  }
+}
+
+/** The credential's times agree with each other and with its liveSeconds. */
+function checkCredentialTimes(c: NonNullable<HandoffRecord['credential']>, issue: IssueAt): void {
+  if (Date.parse(c.expiresAt) < Date.parse(c.issuedAt)) issue(['credential', 'expiresAt'], 'is before issuedAt');
+  if (c.revokedAt !== null && Date.parse(c.revokedAt) < Date.parse(c.issuedAt)) {
+    issue(['credential', 'revokedAt'], 'is before issuedAt');
+  }
+  // One second of slack: the engine may round; anything more is a record that contradicts itself.
+  if (Math.abs(c.liveSeconds - credentialLiveSeconds(c)) > 1) {
+    issue(['credential', 'liveSeconds'], `must be ${credentialLiveSeconds(c)} (issuedAt to min(revokedAt, expiresAt))`);
+  }
+}

@@ -44,16 +44,7 @@ export async function verifyLog(
   keys: TrustedKeySet,
   options: VerifyLogOptions = {},
 ): Promise<VerifyResult> {
-  let logBytes: number;
-  try {
-    const info = await stat(logPath);
-    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
-    logBytes = info.size;
-  } catch (err) {
-    throw new ConfigError(`cannot read audit log ${logPath}: ${describeFsError(err)}; pass the path of a .jsonl log`, {
-      cause: err,
-    });
-  }
+  const logBytes = await logSize(logPath);
   const {
     anchors,
     failures: checkpointFailures,
@@ -61,50 +52,15 @@ export async function verifyLog(
   } = await loadAnchors(logPath, keys, options.extraCheckpoints ?? []);
   const sequencer = new LogSequencer(logPath, anchors);
   const workers = options.workers ?? (logBytes < SMALL_LOG_BYTES ? 0 : Math.min(2, availableParallelism()));
-  const pool = workers > 0 ? ChunkWorkerPool.start(workers, keys.toFile()) : undefined;
-  const tail: { torn?: { line: number }; oversized?: { line: number } } = {};
-  try {
-    const inFlight: Promise<ChunkResult>[] = [];
-    // Enough blocks in flight to keep every worker busy, few enough that memory stays flat.
-    const maxInFlight = Math.max(1, workers * 3);
-    for await (const block of readLineBlocks(logPath, { end: logBytes })) {
-      options.signal?.throwIfAborted();
-      if (block.type === 'lines') {
-        inFlight.push(pool ? pool.run(block.bytes) : Promise.resolve(checkChunk(block.bytes, keys)));
-        while (inFlight.length >= maxInFlight) sequencer.accept(await inFlight.shift()!);
-        continue;
-      }
-      while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
-      // All lines before the tail are in the sequencer now, so its size is the tail's index.
-      if (block.type === 'torn') tail.torn = { line: sequencer.size + 1 };
-      else tail.oversized = { line: sequencer.size + 1 };
-    }
-    while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
-  } finally {
-    await pool?.close();
-  }
+  const tail = await checkLines(logPath, logBytes, keys, sequencer, workers, options.signal);
   const finished = sequencer.finish(tail);
-  const windowFailures = finished.anchorChecks
-    .filter((c) => !Number.isNaN(c.lastRecordedMs) && !c.anchor.signedBy.some((k) => isKeyValidAt(k, c.lastRecordedMs)))
-    .map(
-      (c): VerifyFailure => ({
-        kind: VerifyFailureKind.unknownKey,
-        checkpoint: c.anchor.file,
-        message:
-          `checkpoint ${c.anchor.file} is signed by ${c.anchor.signedBy.map((k) => k.name).join(', ')}, which the trusted-keys ` +
-          `file does not trust at ${new Date(c.lastRecordedMs).toISOString()} (when its last entry was recorded); ` +
-          'extend the key\u2019s validity window if that is right',
-      }),
-    );
-  const all = [...checkpointFailures, ...conflictingAnchors(anchors), ...windowFailures, ...finished.failures];
-  if (anchors.length === 0 && !all.some((f) => f.checkpoint !== undefined)) {
-    all.unshift({
-      kind: VerifyFailureKind.checkpointMissing,
-      message:
-        `${logPath}: no checkpoint found in ${checkpointsDir(logPath)}: without a signed checkpoint nothing shows the log is ` +
-        'complete and unedited; restore the checkpoints folder from a backup (a writer never deletes checkpoints)',
-    });
-  }
+  const all = [
+    ...checkpointFailures,
+    ...conflictingAnchors(anchors),
+    ...keyWindowFailures(finished.anchorChecks),
+    ...finished.failures,
+  ];
+  if (anchors.length === 0 && !all.some((f) => f.checkpoint !== undefined)) all.unshift(checkpointMissing(logPath));
   const sorted = sortFailures(all);
   const newest = anchors.reduce<Anchor | undefined>((a, b) => (a && a.size >= b.size ? a : b), undefined);
   return {
@@ -120,6 +76,83 @@ export async function verifyLog(
     failures: sorted.slice(0, MAX_REPORTED_FAILURES),
     failureCount: sorted.length + finished.droppedFailures,
     warnings: finished.warnings,
+  };
+}
+
+/** @throws {ConfigError} when the log is missing, unreadable or not a file. */
+async function logSize(logPath: string): Promise<number> {
+  try {
+    const info = await stat(logPath);
+    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+    return info.size;
+  } catch (err) {
+    throw new ConfigError(`cannot read audit log ${logPath}: ${describeFsError(err)}; pass the path of a .jsonl log`, {
+      cause: err,
+    });
+  }
+}
+
+type LogTail = { torn?: { line: number }; oversized?: { line: number } };
+
+/**
+ * Checks every complete line (on `workers` threads, or in this one for 0) and feeds the results to the sequencer in
+ * log order; returns what the log ends with when that is not a complete line.
+ */
+async function checkLines(
+  logPath: string,
+  logBytes: number,
+  keys: TrustedKeySet,
+  sequencer: LogSequencer,
+  workers: number,
+  signal: AbortSignal | undefined,
+): Promise<LogTail> {
+  const pool = workers > 0 ? ChunkWorkerPool.start(workers, keys.toFile()) : undefined;
+  const tail: LogTail = {};
+  try {
+    const inFlight: Promise<ChunkResult>[] = [];
+    // Enough blocks in flight to keep every worker busy, few enough that memory stays flat.
+    const maxInFlight = Math.max(1, workers * 3);
+    for await (const block of readLineBlocks(logPath, { end: logBytes })) {
+      signal?.throwIfAborted();
+      if (block.type === 'lines') {
+        inFlight.push(pool ? pool.run(block.bytes) : Promise.resolve(checkChunk(block.bytes, keys)));
+        while (inFlight.length >= maxInFlight) sequencer.accept(await inFlight.shift()!);
+        continue;
+      }
+      while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
+      // All lines before the tail are in the sequencer now, so its size is the tail's index.
+      if (block.type === 'torn') tail.torn = { line: sequencer.size + 1 };
+      else tail.oversized = { line: sequencer.size + 1 };
+    }
+    while (inFlight.length > 0) sequencer.accept(await inFlight.shift()!);
+  } finally {
+    await pool?.close();
+  }
+  return tail;
+}
+
+/** Checkpoints signed by a key that was not valid when their last entry was recorded. */
+function keyWindowFailures(anchorChecks: ReturnType<LogSequencer['finish']>['anchorChecks']): VerifyFailure[] {
+  return anchorChecks
+    .filter((c) => !Number.isNaN(c.lastRecordedMs) && !c.anchor.signedBy.some((k) => isKeyValidAt(k, c.lastRecordedMs)))
+    .map(
+      (c): VerifyFailure => ({
+        kind: VerifyFailureKind.unknownKey,
+        checkpoint: c.anchor.file,
+        message:
+          `checkpoint ${c.anchor.file} is signed by ${c.anchor.signedBy.map((k) => k.name).join(', ')}, which the trusted-keys ` +
+          `file does not trust at ${new Date(c.lastRecordedMs).toISOString()} (when its last entry was recorded); ` +
+          'extend the key\u2019s validity window if that is right',
+      }),
+    );
+}
+
+function checkpointMissing(logPath: string): VerifyFailure {
+  return {
+    kind: VerifyFailureKind.checkpointMissing,
+    message:
+      `${logPath}: no checkpoint found in ${checkpointsDir(logPath)}: without a signed checkpoint nothing shows the log is ` +
+      'complete and unedited; restore the checkpoints folder from a backup (a writer never deletes checkpoints)',
   };
 }
 

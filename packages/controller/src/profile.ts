@@ -103,6 +103,12 @@ export interface TakeoverCheck {
  * Checks once whether the profile's controller has taken over at `expectedRevision` (a commit
  * SHA): Deployments Available, CRDs Established, the revision object reporting that commit, and
  * its conditions met. Poll it with a deadline; it never throws on a rule that is not met yet.
+ *
+ * Not the handoff engine's check (`checkTakeover` of `@baton/core`), on purpose: that one decides when a credential
+ * may be revoked, from the plan (`controller.status`) and the pushed set, and requires the controller's field manager
+ * to own every pushed object; this one reads a profile's rules (StatefulSets, CRDs, exact or suffix revision match,
+ * conditions on the status object) through the controller's own REST client, which has no `@kubernetes/client-node`
+ * behind it (ADR 0006). They share no client and few rules, so neither can serve as the other.
  * @throws KubeApiError only on apiserver errors other than 404.
  */
 export async function checkTakeover(
@@ -111,94 +117,100 @@ export async function checkTakeover(
   expectedRevision: string,
 ): Promise<TakeoverCheck> {
   const gaps: TakeoverGap[] = [];
-  for (const name of profile.deployments) {
-    const object = `Deployment ${profile.namespace}/${name}`;
-    const d = await kube.get<
-      KubeObject & {
-        spec?: { replicas?: number };
-        status?: { readyReplicas?: number; conditions?: { type: string; status: string }[] };
-      }
-    >(`/apis/apps/v1/namespaces/${profile.namespace}/deployments/${name}`);
-    if (!d) gaps.push({ rule: 'deployment', object, message: 'does not exist' });
-    else if (!d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True'))
-      gaps.push({ rule: 'deployment', object, message: 'is not Available' });
-    else if ((d.status.readyReplicas ?? 0) < (d.spec?.replicas ?? 1))
-      gaps.push({
-        rule: 'deployment',
-        object,
-        message: `has ${d.status.readyReplicas ?? 0}/${d.spec?.replicas ?? 1} ready replicas`,
-      });
-  }
-  for (const name of profile.statefulSets) {
-    const object = `StatefulSet ${profile.namespace}/${name}`;
-    const s = await kube.get<KubeObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number } }>(
-      `/apis/apps/v1/namespaces/${profile.namespace}/statefulsets/${name}`,
-    );
-    if (!s) gaps.push({ rule: 'statefulset', object, message: 'does not exist' });
-    else if ((s.status?.readyReplicas ?? 0) < (s.spec?.replicas ?? 1))
-      gaps.push({
-        rule: 'statefulset',
-        object,
-        message: `has ${s.status?.readyReplicas ?? 0}/${s.spec?.replicas ?? 1} ready replicas`,
-      });
-  }
-  for (const name of profile.crds) {
-    const object = `CustomResourceDefinition ${name}`;
-    const crd = await kube.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
-      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
-    );
-    if (!crd) gaps.push({ rule: 'crd', object, message: 'does not exist' });
-    else if (!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'))
-      gaps.push({ rule: 'crd', object, message: 'is not Established' });
-  }
+  for (const name of profile.deployments) gaps.push(...(await deploymentGaps(kube, profile.namespace, name)));
+  for (const name of profile.statefulSets) gaps.push(...(await statefulSetGaps(kube, profile.namespace, name)));
+  for (const name of profile.crds) gaps.push(...(await crdGaps(kube, name)));
   const ref = profile.revision.object;
   const object = `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
-  let observedRevision: string | undefined;
-  let obj: KubeObject | undefined;
+  const obj = await readRevisionObject(kube, ref);
+  if (!obj) {
+    gaps.push({ rule: 'revision', object, message: 'does not exist' });
+    return { isTakenOver: false, observedRevision: undefined, gaps };
+  }
+  const v = valueAt(obj, profile.revision.path);
+  const observedRevision = typeof v === 'string' ? v : undefined;
+  if (!revisionMatches(profile.revision.match, observedRevision, expectedRevision)) {
+    gaps.push({
+      rule: 'revision',
+      object,
+      message: `${profile.revision.path} is ${JSON.stringify(v ?? null)}, expected ${profile.revision.match === 'exact' ? '' : '…'}${expectedRevision}`,
+    });
+  }
+  for (const c of profile.revision.conditions) {
+    const message = conditionGap(obj, c);
+    if (message) gaps.push({ rule: 'condition', object, message });
+  }
+  return { isTakenOver: gaps.length === 0, observedRevision, gaps };
+}
+
+type Conditions = { type: string; status: string }[];
+
+async function deploymentGaps(kube: KubeClient, namespace: string, name: string): Promise<TakeoverGap[]> {
+  const object = `Deployment ${namespace}/${name}`;
+  const d = await kube.get<
+    KubeObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number; conditions?: Conditions } }
+  >(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`);
+  if (!d) return [{ rule: 'deployment', object, message: 'does not exist' }];
+  if (!d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True'))
+    return [{ rule: 'deployment', object, message: 'is not Available' }];
+  const ready = d.status.readyReplicas ?? 0;
+  const want = d.spec?.replicas ?? 1;
+  return ready < want ? [{ rule: 'deployment', object, message: `has ${ready}/${want} ready replicas` }] : [];
+}
+
+async function statefulSetGaps(kube: KubeClient, namespace: string, name: string): Promise<TakeoverGap[]> {
+  const object = `StatefulSet ${namespace}/${name}`;
+  const s = await kube.get<KubeObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number } }>(
+    `/apis/apps/v1/namespaces/${namespace}/statefulsets/${name}`,
+  );
+  if (!s) return [{ rule: 'statefulset', object, message: 'does not exist' }];
+  const ready = s.status?.readyReplicas ?? 0;
+  const want = s.spec?.replicas ?? 1;
+  return ready < want ? [{ rule: 'statefulset', object, message: `has ${ready}/${want} ready replicas` }] : [];
+}
+
+async function crdGaps(kube: KubeClient, name: string): Promise<TakeoverGap[]> {
+  const object = `CustomResourceDefinition ${name}`;
+  const crd = await kube.get<KubeObject & { status?: { conditions?: Conditions } }>(
+    `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+  );
+  if (!crd) return [{ rule: 'crd', object, message: 'does not exist' }];
+  if (!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'))
+    return [{ rule: 'crd', object, message: 'is not Established' }];
+  return [];
+}
+
+/** The object that reports the revision; undefined while it (or its kind) does not exist. */
+async function readRevisionObject(
+  kube: KubeClient,
+  ref: Profile['revision']['object'],
+): Promise<KubeObject | undefined> {
   try {
-    obj = await kube.get(`${await kube.collectionPath(ref.apiVersion, ref.kind, ref.namespace)}/${ref.name}`);
+    return await kube.get(`${await kube.collectionPath(ref.apiVersion, ref.kind, ref.namespace)}/${ref.name}`);
   } catch (err) {
     // The kind is not served yet: its CRD is still missing, which the crd rule already reports.
     if ((err as { details?: { status?: number } }).details?.status !== 404) throw err;
+    return undefined;
   }
-  if (!obj) gaps.push({ rule: 'revision', object, message: 'does not exist' });
-  else {
-    const v = valueAt(obj, profile.revision.path);
-    observedRevision = typeof v === 'string' ? v : undefined;
-    const ok =
-      observedRevision !== undefined &&
-      (profile.revision.match === 'exact'
-        ? observedRevision === expectedRevision
-        : observedRevision.endsWith(expectedRevision));
-    if (!ok)
-      gaps.push({
-        rule: 'revision',
-        object,
-        message: `${profile.revision.path} is ${JSON.stringify(v ?? null)}, expected ${profile.revision.match === 'exact' ? '' : '…'}${expectedRevision}`,
-      });
-    for (const c of profile.revision.conditions) {
-      if (c.conditionType) {
-        const cond = (valueAt(obj, 'status.conditions') as { type: string; status: string }[] | undefined)?.find(
-          (x) => x.type === c.conditionType,
-        );
-        if (cond?.status !== c.equals)
-          gaps.push({
-            rule: 'condition',
-            object,
-            message: `condition ${c.conditionType} is ${cond?.status ?? 'missing'}, expected ${c.equals}`,
-          });
-      } else if (c.path) {
-        const got = valueAt(obj, c.path);
-        if (got !== c.equals)
-          gaps.push({
-            rule: 'condition',
-            object,
-            message: `${c.path} is ${JSON.stringify(got ?? null)}, expected ${c.equals}`,
-          });
-      }
-    }
+}
+
+/** Flux writes `main@sha1:<sha>` (match `suffix`), Argo CD the bare SHA (match `exact`). */
+function revisionMatches(match: Profile['revision']['match'], observed: string | undefined, expected: string): boolean {
+  if (observed === undefined) return false;
+  return match === 'exact' ? observed === expected : observed.endsWith(expected);
+}
+
+/** Why one condition rule does not hold on the revision object, or undefined when it holds. */
+function conditionGap(obj: KubeObject, c: Profile['revision']['conditions'][number]): string | undefined {
+  if (c.conditionType) {
+    const cond = (valueAt(obj, 'status.conditions') as Conditions | undefined)?.find((x) => x.type === c.conditionType);
+    return cond?.status === c.equals
+      ? undefined
+      : `condition ${c.conditionType} is ${cond?.status ?? 'missing'}, expected ${c.equals}`;
   }
-  return { isTakenOver: gaps.length === 0, observedRevision, gaps };
+  if (!c.path) return undefined;
+  const got = valueAt(obj, c.path);
+  return got === c.equals ? undefined : `${c.path} is ${JSON.stringify(got ?? null)}, expected ${c.equals}`;
 }
 
 /** Reads a dotted path (`status.sync.revision`) from an object. */

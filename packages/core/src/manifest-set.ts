@@ -98,138 +98,217 @@ export function validateManifestSet(
     ...kindsFromCrds(raw.map((m) => m.object).filter((o) => o?.kind === 'CustomResourceDefinition')),
     ...INSTALL_KINDS,
   };
-  const allowedSecrets = [plan.pull.credential.secretName, ...plan.push.secrets.map((x) => x.name)];
   const ns = plan.controller.namespace;
-  const problems: string[] = [];
-  const where = (m: ManifestObject) => `${m.file}#${m.doc} (line ${m.line})`;
-  const refuse = (m: ManifestObject, rule: string) => problems.push(`${where(m)}: ${describeSafe(m.object)} ${rule}`);
-  const objects: ManifestObject[] = [];
-  for (const m of raw) {
-    const o = m.object as Partial<KubeObject>;
-    if (
-      typeof o !== 'object' ||
-      typeof o.kind !== 'string' ||
-      typeof o.apiVersion !== 'string' ||
-      typeof o.metadata?.name !== 'string'
-    ) {
-      problems.push(`${where(m)}: not a Kubernetes object (apiVersion, kind and metadata.name are required)`);
-      continue;
-    }
-    const info = kinds[o.kind];
-    if (!info) {
-      refuse(
-        m,
-        `is refused: kind ${o.kind} is not part of a controller install (allowed: ${Object.keys(kinds).join(', ')}); remove it and let the controller apply it from Git`,
-      );
-      continue;
-    }
-    const expectedApiVersion = info.group ? `${info.group}/${info.version}` : info.version;
-    if (o.apiVersion !== expectedApiVersion) {
-      refuse(m, `has apiVersion ${o.apiVersion}; use ${expectedApiVersion}`);
-      continue;
-    }
-    let obj = o as KubeObject;
-    if (info.isNamespaced) {
-      if (obj.metadata.namespace === undefined) obj = { ...obj, metadata: { ...obj.metadata, namespace: ns } };
-      if (obj.metadata.namespace !== ns) {
-        refuse(
-          m,
-          `is refused: it is in namespace ${obj.metadata.namespace}, but an install only writes to the controller namespace ${ns}; move it to ${ns} or let the controller apply it from Git`,
-        );
-        continue;
-      }
-    } else if (obj.metadata.namespace !== undefined) {
-      const { namespace: _drop, ...rest } = obj.metadata;
-      obj = { ...obj, metadata: rest as KubeObject['metadata'] };
-    }
-    objects.push({ ...m, object: obj });
-  }
-  const declared = (kind: string, name: string) =>
-    objects.some((x) => x.object.kind === kind && x.object.metadata.name === name);
-  const keys = new Set<string>();
-  for (const m of objects) {
-    const o = m.object;
-    const id = describeObject(o);
-    if (keys.has(id)) refuse(m, 'is declared twice; keep one');
-    keys.add(id);
-    if (o.kind === 'Namespace' && o.metadata.name !== ns) {
-      refuse(m, `is refused: the only Namespace an install creates is the controller namespace ${ns}`);
-    }
-    if (o.kind === 'Secret' && !allowedSecrets.includes(o.metadata.name)) {
-      refuse(
-        m,
-        `is refused: the only Secrets an install carries are the pull credential and push.secrets (${allowedSecrets.join(', ')})`,
-      );
-    }
-    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') {
-      const b = o as unknown as {
-        roleRef?: { kind?: string; name?: string };
-        subjects?: { kind?: string; name?: string; namespace?: string }[];
-      };
-      const ref = b.roleRef;
-      if (!ref?.kind || !ref.name) refuse(m, 'has no roleRef');
-      else if (ref.kind === 'ClusterRole' && !declared('ClusterRole', ref.name)) {
-        refuse(
-          m,
-          `binds ClusterRole ${ref.name}, which is not part of the install${ref.name === 'cluster-admin' ? ' (cluster-admin is never granted by a push)' : ''}; bind a ClusterRole declared in the manifest set`,
-        );
-      } else if (ref.kind === 'Role' && !declared('Role', ref.name)) {
-        refuse(m, `binds Role ${ref.name}, which is not part of the install; bind a Role declared in the manifest set`);
-      }
-      for (const s of b.subjects ?? []) {
-        const isOwnSa =
-          s.kind === 'ServiceAccount' && (s.namespace ?? ns) === ns && declared('ServiceAccount', s.name ?? '');
-        if (!isOwnSa) {
-          refuse(
-            m,
-            `binds ${ref?.kind ?? 'a role'} ${ref?.name ?? ''} to ${s.kind} ${s.namespace ? `${s.namespace}/` : ''}${s.name}, which is not the controller's; remove it or bind the controller's own ServiceAccount`,
-          );
-        }
-      }
-      if ((b.subjects ?? []).length === 0) refuse(m, 'has no subjects');
-    }
-  }
-  if (!declared('ServiceAccount', plan.controller.serviceAccount)) {
-    problems.push(
-      `the manifest set has no ServiceAccount ${ns}/${plan.controller.serviceAccount} (controller.serviceAccount); add it`,
-    );
-  }
-  if (!declared('Secret', plan.pull.credential.secretName)) {
-    problems.push(
-      `the manifest set has no Secret ${ns}/${plan.pull.credential.secretName} (pull.credential.secretName); add the read-only pull credential`,
-    );
-  }
-  let controllerImage = { image: '', digest: '' };
-  const dep = objects.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === plan.controller.name);
-  if (!dep) {
-    problems.push(
-      `the manifest set has no Deployment ${ns}/${plan.controller.name} (controller.name); add the controller`,
-    );
-  } else {
-    const image =
-      ((dep.object as { spec?: { template?: { spec?: { containers?: { image?: string }[] } } } }).spec?.template?.spec
-        ?.containers ?? [])[0]?.image ?? '';
-    const at = image.indexOf('@sha256:');
-    if (at < 0 || !/^sha256:[0-9a-f]{64}$/.test(image.slice(at + 1))) {
-      refuse(
-        dep,
-        `runs image "${image}", which is not pinned by digest; use <image>@sha256:<64 hex digits> so the audit record names what ran`,
-      );
-    } else controllerImage = { image: image.slice(0, at), digest: image.slice(at + 1) };
-  }
-  if (problems.length > 0) {
+  const violations = new Violations();
+  const objects = raw.flatMap((m) => {
+    const normalized = normalizeObject(m, kinds, ns, violations);
+    return normalized ? [normalized] : [];
+  });
+  const set = new DeclaredObjects(objects);
+  checkInstallRules(objects, set, plan, violations);
+  checkRequiredObjects(set, plan, violations);
+  const controllerImage = controllerImageOf(objects, plan, violations);
+  if (violations.problems.length > 0) {
+    const { problems } = violations;
     throw new ConfigError(`manifest set ${dir} is refused, nothing was created:\n  - ${problems.join('\n  - ')}`, {
       details: { dir, problems },
     });
   }
   const ordered = [...objects].sort((a, b) => applyRank(a.object.kind) - applyRank(b.object.kind));
+  const pushOnly = generated.map((m) => `Secret/${ns}/${m.object.metadata.name}`);
+  return { dir, objects: ordered, digest: setDigest(ordered), controllerImage, pushOnly };
+}
+
+/** The violations of one manifest set, each naming the file, document and line. */
+class Violations {
+  readonly problems: string[] = [];
+
+  /** A problem of the set as a whole (something missing). */
+  add(problem: string): void {
+    this.problems.push(problem);
+  }
+
+  /** A problem of one object: `rule` follows the object's kind and name. */
+  refuse(m: ManifestObject, rule: string): void {
+    this.problems.push(`${where(m)}: ${describeSafe(m.object)} ${rule}`);
+  }
+}
+
+function where(m: ManifestObject): string {
+  return `${m.file}#${m.doc} (line ${m.line})`;
+}
+
+/** What the set declares, by kind and name. */
+class DeclaredObjects {
+  constructor(private readonly objects: readonly ManifestObject[]) {}
+
+  has(kind: string, name: string): boolean {
+    return this.objects.some((x) => x.object.kind === kind && x.object.metadata.name === name);
+  }
+}
+
+/**
+ * The object as the push will apply it: an install kind at its served apiVersion, namespaced objects in the
+ * controller namespace (a missing namespace defaults to it), cluster-scoped ones without a namespace. Undefined (and
+ * a violation recorded) when it is none of that.
+ */
+function normalizeObject(
+  m: ManifestObject,
+  kinds: Readonly<Record<string, KindInfo>>,
+  ns: string,
+  violations: Violations,
+): ManifestObject | undefined {
+  const o = m.object as Partial<KubeObject>;
+  if (
+    typeof o !== 'object' ||
+    typeof o.kind !== 'string' ||
+    typeof o.apiVersion !== 'string' ||
+    typeof o.metadata?.name !== 'string'
+  ) {
+    violations.add(`${where(m)}: not a Kubernetes object (apiVersion, kind and metadata.name are required)`);
+    return undefined;
+  }
+  const info = kinds[o.kind];
+  if (!info) {
+    violations.refuse(
+      m,
+      `is refused: kind ${o.kind} is not part of a controller install (allowed: ${Object.keys(kinds).join(', ')}); remove it and let the controller apply it from Git`,
+    );
+    return undefined;
+  }
+  const expectedApiVersion = info.group ? `${info.group}/${info.version}` : info.version;
+  if (o.apiVersion !== expectedApiVersion) {
+    violations.refuse(m, `has apiVersion ${o.apiVersion}; use ${expectedApiVersion}`);
+    return undefined;
+  }
+  const obj = o as KubeObject;
+  if (!info.isNamespaced) {
+    if (obj.metadata.namespace === undefined) return m;
+    const { namespace: _drop, ...rest } = obj.metadata;
+    return { ...m, object: { ...obj, metadata: rest as KubeObject['metadata'] } };
+  }
+  if (obj.metadata.namespace === undefined)
+    return { ...m, object: { ...obj, metadata: { ...obj.metadata, namespace: ns } } };
+  if (obj.metadata.namespace !== ns) {
+    violations.refuse(
+      m,
+      `is refused: it is in namespace ${obj.metadata.namespace}, but an install only writes to the controller namespace ${ns}; move it to ${ns} or let the controller apply it from Git`,
+    );
+    return undefined;
+  }
+  return m;
+}
+
+/** No object twice; the only Namespace is the controller's; the only Secrets are the plan's; bindings stay inside. */
+function checkInstallRules(
+  objects: readonly ManifestObject[],
+  set: DeclaredObjects,
+  plan: HandoffPlan,
+  violations: Violations,
+): void {
+  const ns = plan.controller.namespace;
+  const allowedSecrets = [plan.pull.credential.secretName, ...plan.push.secrets.map((x) => x.name)];
+  const keys = new Set<string>();
+  for (const m of objects) {
+    const o = m.object;
+    const id = describeObject(o);
+    if (keys.has(id)) violations.refuse(m, 'is declared twice; keep one');
+    keys.add(id);
+    if (o.kind === 'Namespace' && o.metadata.name !== ns) {
+      violations.refuse(m, `is refused: the only Namespace an install creates is the controller namespace ${ns}`);
+    }
+    if (o.kind === 'Secret' && !allowedSecrets.includes(o.metadata.name)) {
+      violations.refuse(
+        m,
+        `is refused: the only Secrets an install carries are the pull credential and push.secrets (${allowedSecrets.join(', ')})`,
+      );
+    }
+    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') checkBinding(m, set, ns, violations);
+  }
+}
+
+/** A binding binds only ServiceAccounts of the set to roles of the set (never cluster-admin or an existing role). */
+function checkBinding(m: ManifestObject, set: DeclaredObjects, ns: string, violations: Violations): void {
+  const b = m.object as unknown as {
+    roleRef?: { kind?: string; name?: string };
+    subjects?: { kind?: string; name?: string; namespace?: string }[];
+  };
+  const ref = b.roleRef;
+  if (!ref?.kind || !ref.name) violations.refuse(m, 'has no roleRef');
+  else if (ref.kind === 'ClusterRole' && !set.has('ClusterRole', ref.name)) {
+    violations.refuse(
+      m,
+      `binds ClusterRole ${ref.name}, which is not part of the install${ref.name === 'cluster-admin' ? ' (cluster-admin is never granted by a push)' : ''}; bind a ClusterRole declared in the manifest set`,
+    );
+  } else if (ref.kind === 'Role' && !set.has('Role', ref.name)) {
+    violations.refuse(
+      m,
+      `binds Role ${ref.name}, which is not part of the install; bind a Role declared in the manifest set`,
+    );
+  }
+  for (const s of b.subjects ?? []) {
+    const isOwnSa =
+      s.kind === 'ServiceAccount' && (s.namespace ?? ns) === ns && set.has('ServiceAccount', s.name ?? '');
+    if (!isOwnSa) {
+      violations.refuse(
+        m,
+        `binds ${ref?.kind ?? 'a role'} ${ref?.name ?? ''} to ${s.kind} ${s.namespace ? `${s.namespace}/` : ''}${s.name}, which is not the controller's; remove it or bind the controller's own ServiceAccount`,
+      );
+    }
+  }
+  if ((b.subjects ?? []).length === 0) violations.refuse(m, 'has no subjects');
+}
+
+/** The controller's ServiceAccount and the pull credential are part of every install. */
+function checkRequiredObjects(set: DeclaredObjects, plan: HandoffPlan, violations: Violations): void {
+  const ns = plan.controller.namespace;
+  if (!set.has('ServiceAccount', plan.controller.serviceAccount)) {
+    violations.add(
+      `the manifest set has no ServiceAccount ${ns}/${plan.controller.serviceAccount} (controller.serviceAccount); add it`,
+    );
+  }
+  if (!set.has('Secret', plan.pull.credential.secretName)) {
+    violations.add(
+      `the manifest set has no Secret ${ns}/${plan.pull.credential.secretName} (pull.credential.secretName); add the read-only pull credential`,
+    );
+  }
+}
+
+/** The controller Deployment's image, which must be pinned by digest so the audit record names what ran. */
+function controllerImageOf(
+  objects: readonly ManifestObject[],
+  plan: HandoffPlan,
+  violations: Violations,
+): ManifestSet['controllerImage'] {
+  const none = { image: '', digest: '' };
+  const dep = objects.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === plan.controller.name);
+  if (!dep) {
+    violations.add(
+      `the manifest set has no Deployment ${plan.controller.namespace}/${plan.controller.name} (controller.name); add the controller`,
+    );
+    return none;
+  }
+  const image =
+    ((dep.object as { spec?: { template?: { spec?: { containers?: { image?: string }[] } } } }).spec?.template?.spec
+      ?.containers ?? [])[0]?.image ?? '';
+  const at = image.indexOf('@sha256:');
+  if (at < 0 || !/^sha256:[0-9a-f]{64}$/.test(image.slice(at + 1))) {
+    violations.refuse(
+      dep,
+      `runs image "${image}", which is not pinned by digest; use <image>@sha256:<64 hex digits> so the audit record names what ran`,
+    );
+    return none;
+  }
+  return { image: image.slice(0, at), digest: image.slice(at + 1) };
+}
+
+/** `sha256:` over the canonical JSON of the objects in apply order. */
+function setDigest(ordered: readonly ManifestObject[]): string {
   // Secret values never enter the digest (a hash of a short password can be guessed offline): keys only.
   const digestable = ordered.map((m) =>
     m.object.kind === 'Secret' ? { ...m.object, data: secretKeys(m.object), stringData: undefined } : m.object,
   );
-  const digest = `sha256:${createHash('sha256').update(JSON.stringify(digestable)).digest('hex')}`;
-  const pushOnly = generated.map((m) => `Secret/${ns}/${m.object.metadata.name}`);
-  return { dir, objects: ordered, digest, controllerImage, pushOnly };
+  return `sha256:${createHash('sha256').update(JSON.stringify(digestable)).digest('hex')}`;
 }
 
 // Custom kinds (the controller's source object) come after the built-in ones: their CRD must exist first.

@@ -31,58 +31,78 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
  * CustomResourceDefinition of the same set).
  */
 export function computeBootstrapRules(objects: readonly KubeObject[]): BootstrapRules {
+  return groupByScope(rulesFor(collectGrants(objects)));
+}
+
+/** Names per `scope \0 group \0 resource` key. */
+type NamesByKey = Map<string, Set<string>>;
+
+/** The names each verb needs, by scope, API group and resource. */
+interface Grants {
+  /** `get`/`patch` by name (and `create`, except on namespaces): the objects themselves. */
+  readonly names: NamesByKey;
+  /** `escalate`: the Roles and ClusterRoles of the set. */
+  readonly escalate: NamesByKey;
+  /** `bind`: the roles the set's bindings reference. */
+  readonly bind: NamesByKey;
+}
+
+function collectGrants(objects: readonly KubeObject[]): Grants {
   const kinds: Readonly<Record<string, KindInfo>> = { ...kindsFromCrds(objects), ...INSTALL_KINDS };
-  // key: scope \0 group \0 resource -> names
-  const names = new Map<string, Set<string>>();
-  const escalate = new Map<string, Set<string>>();
-  const bind = new Map<string, Set<string>>();
-  const add = (m: Map<string, Set<string>>, key: string, name: string) => {
-    const s = m.get(key) ?? new Set<string>();
-    s.add(name);
-    m.set(key, s);
-  };
+  const grants: Grants = { names: new Map(), escalate: new Map(), bind: new Map() };
   for (const o of objects) {
     const info = kinds[o.kind];
     if (!info)
       throw new Error(`computeBootstrapRules: kind ${o.kind} is not an install kind; validate the manifest set first`);
     const scope = info.isNamespaced ? (o.metadata.namespace ?? '') : '';
-    add(names, key(scope, info.group, info.resource), o.metadata.name);
+    addName(grants.names, key(scope, info.group, info.resource), o.metadata.name);
     if (o.kind === 'Role' || o.kind === 'ClusterRole')
-      add(escalate, key(scope, RBAC_GROUP, info.resource), o.metadata.name);
-    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') {
-      const ref = (o as { roleRef?: { kind?: string; name?: string } }).roleRef;
-      if (ref?.name && ref.kind) {
-        // A RoleBinding to a ClusterRole is checked as `bind` on the ClusterRole in the binding's namespace.
-        const refResource = ref.kind === 'ClusterRole' ? 'clusterroles' : 'roles';
-        add(bind, key(scope, RBAC_GROUP, refResource), ref.name);
-      }
+      addName(grants.escalate, key(scope, RBAC_GROUP, info.resource), o.metadata.name);
+    const ref = (o as { roleRef?: { kind?: string; name?: string } }).roleRef;
+    if ((o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && ref?.name && ref.kind) {
+      // A RoleBinding to a ClusterRole is checked as `bind` on the ClusterRole in the binding's namespace.
+      const refResource = ref.kind === 'ClusterRole' ? 'clusterroles' : 'roles';
+      addName(grants.bind, key(scope, RBAC_GROUP, refResource), ref.name);
     }
   }
-  const out = new Map<string, RbacRule[]>();
-  const push = (scope: string, rule: Omit<RbacRule, 'namespace'>) => {
-    const list = out.get(scope) ?? [];
-    list.push(scope ? { namespace: scope, ...rule } : rule);
-    out.set(scope, list);
-  };
-  for (const [k, set] of sorted(names)) {
+  return grants;
+}
+
+function addName(m: NamesByKey, key: string, name: string): void {
+  const s = m.get(key) ?? new Set<string>();
+  s.add(name);
+  m.set(key, s);
+}
+
+/** The rules in a stable order: objects (create, then get/patch by name), then bind, then escalate. */
+function rulesFor(grants: Grants): RbacRule[] {
+  const rules: RbacRule[] = [];
+  const rule = (scope: string, r: Omit<RbacRule, 'namespace'>) => rules.push(scope ? { namespace: scope, ...r } : r);
+  for (const [k, set] of sorted(grants.names)) {
     const [scope, group, resource] = k.split('\0') as [string, string, string];
-    if (resource !== 'namespaces') push(scope, { apiGroups: [group], resources: [resource], verbs: ['create'] });
-    push(scope, { apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [...set].sort() });
+    if (resource !== 'namespaces') rule(scope, { apiGroups: [group], resources: [resource], verbs: ['create'] });
+    rule(scope, { apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [...set].sort() });
   }
   for (const [verb, m] of [
-    ['bind', bind],
-    ['escalate', escalate],
+    ['bind', grants.bind],
+    ['escalate', grants.escalate],
   ] as const) {
     for (const [k, set] of sorted(m)) {
       const [scope, group, resource] = k.split('\0') as [string, string, string];
-      push(scope, { apiGroups: [group], resources: [resource], verbs: [verb], resourceNames: [...set].sort() });
+      rule(scope, { apiGroups: [group], resources: [resource], verbs: [verb], resourceNames: [...set].sort() });
     }
   }
+  return rules;
+}
+
+/** Cluster-wide rules, and the namespaced ones keyed by namespace (sorted), each list in its original order. */
+function groupByScope(rules: readonly RbacRule[]): BootstrapRules {
+  const namespaces = [...new Set(rules.flatMap((r) => (r.namespace === undefined ? [] : [r.namespace])))];
   const namespaced: Record<string, RbacRule[]> = {};
-  for (const [scope, rules] of [...out].sort(([a], [b]) => a.localeCompare(b))) {
-    if (scope) namespaced[scope] = rules;
+  for (const ns of namespaces.sort((a, b) => a.localeCompare(b))) {
+    namespaced[ns] = rules.filter((r) => r.namespace === ns);
   }
-  return { cluster: out.get('') ?? [], namespaced };
+  return { cluster: rules.filter((r) => r.namespace === undefined), namespaced };
 }
 
 function key(scope: string, group: string, resource: string): string {

@@ -5,6 +5,16 @@ import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { ConfigError, ProcessError } from '@baton/errors';
 import {
+  apiserverArgs,
+  auditPolicyPath,
+  type ClusterLayout,
+  type ClusterPorts,
+  controllerManagerArgs,
+  etcdArgs,
+  kwokArgs,
+  schedulerArgs,
+} from './component-args.js';
+import {
   CONTROL_PLANE_VERSIONS,
   type ControlPlaneBinaries,
   ensureControlPlaneBinaries,
@@ -16,7 +26,7 @@ import { kubeconfigYaml } from './kubeconfig.js';
 import { writeKwokStages } from './kwok-stages.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
 import { cacheRoot } from './paths.js';
-import { createClusterPki } from './pki.js';
+import { type CertKeyPair, type ClusterPki, createClusterPki } from './pki.js';
 import { pollUntil } from './poll.js';
 import { freePorts } from './ports.js';
 
@@ -122,6 +132,54 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
 }
 
 async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> {
+  const { name, nodes } = validateStartOptions(options);
+  const progress = options.onProgress ?? (() => {});
+  const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
+  const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress }));
+  const base = options.baseDir ?? clustersDir();
+  await claimClusterDir(base, name);
+  const pki = await createClusterPki();
+  const layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false);
+
+  const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
+  const components = new ClusterComponents(layout, {
+    name,
+    server: layout.server,
+    kubeconfigPath: layout.kubeconfigs.admin,
+    auditLogPath: layout.auditLogPath,
+    dir: layout.dir,
+    ownerPid,
+    hostPid: process.pid,
+    keep: options.keep ?? false,
+    startedAt: new Date().toISOString(),
+    versions: { ...CONTROL_PLANE_VERSIONS },
+  });
+  await components.saveState();
+  const reaper = ownerPid === null ? null : startReaper(ownerPid, layout.dir);
+  const http = new KubeHttp({
+    server: layout.server,
+    caPem: pki.ca.certPem,
+    certPem: pki.admin.certPem,
+    keyPem: pki.admin.keyPem,
+  });
+  const boot: Boot = { layout, bin, components, http, ...deadline };
+  const cluster = clusterHandle(boot, pki.ca.certPem, {
+    keep: options.keep ?? false,
+    reaper,
+    callerSignal: options.signal,
+  });
+  running.add(cluster);
+  try {
+    await bootControlPlane(boot, nodes, progress);
+    return cluster;
+  } catch (err) {
+    await cluster.stop().catch(() => {});
+    throw err;
+  }
+}
+
+/** @throws ConfigError for a name or node count out of range. */
+function validateStartOptions(options: StartClusterOptions): { name: string; nodes: number } {
   const name = options.name ?? `baton-${randomBytes(3).toString('hex')}`;
   if (!NAME_RE.test(name)) {
     throw new ConfigError(
@@ -132,30 +190,27 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 100) {
     throw new ConfigError(`--nodes ${nodes} is invalid: use a whole number from 0 to 100`);
   }
-  const progress = options.onProgress ?? (() => {});
-  const timeoutMs = options.startTimeoutMs ?? 120_000;
-  const signal = AbortSignal.any([
-    AbortSignal.timeout(timeoutMs + 10_000),
-    ...(options.signal ? [options.signal] : []),
-  ]);
-  const deadline = performance.now() + timeoutMs;
-  const remaining = () => Math.max(1_000, deadline - performance.now());
+  return { name, nodes };
+}
 
-  const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress }));
-  const base = options.baseDir ?? clustersDir();
+/** The start's deadline: `remaining()` bounds each wait, and the signal (10 s later) cuts a hung one. */
+function startDeadline(timeoutMs: number, caller: AbortSignal | undefined) {
+  const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs + 10_000), ...(caller ? [caller] : [])]);
+  const deadline = performance.now() + timeoutMs;
+  return { signal, remaining: () => Math.max(1_000, deadline - performance.now()) };
+}
+
+/**
+ * Checks that no live process holds the name and claims an empty directory for this one, under a lock: two
+ * processes starting the same name at once would otherwise both wipe the directory and overwrite each other's
+ * PKI. The claim covers the seconds before state.json exists.
+ * @throws ConfigError when the name is in use.
+ */
+async function claimClusterDir(base: string, name: string): Promise<void> {
   const dir = join(base, name);
   await mkdir(base, { recursive: true });
-  // Check and claim under a lock: two processes starting the same name at once would otherwise both wipe the
-  // directory and overwrite each other's PKI. The claim covers the seconds before state.json exists.
   await withFileLock(join(base, `.${name}.lock`), async () => {
-    const prev = await readState(dir);
-    const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
-    const holder =
-      prev && isAlive(prev.hostPid)
-        ? `pid ${prev.hostPid}, ${prev.server}`
-        : Number.isFinite(claim) && claim !== process.pid && isAlive(claim)
-          ? `being started by pid ${claim}`
-          : undefined;
+    const holder = await describeHolder(dir);
     if (holder) {
       throw new ConfigError(
         `a cluster named "${name}" is already running (${holder}); choose another --name or stop it with \`baton testenv down --name ${name}\``,
@@ -165,12 +220,51 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, CLAIM_FILE), String(process.pid));
   });
+}
+
+/** Who holds a cluster directory: a live host, a live starter other than us, or nobody (undefined). */
+async function describeHolder(dir: string): Promise<string | undefined> {
+  const prev = await readState(dir);
+  if (prev && isAlive(prev.hostPid)) return `pid ${prev.hostPid}, ${prev.server}`;
+  const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
+  if (Number.isFinite(claim) && claim !== process.pid && isAlive(claim)) return `being started by pid ${claim}`;
+  return undefined;
+}
+
+/** Writes certificates, kubeconfigs and the audit policy into a claimed directory, on fresh ports. */
+async function prepareClusterDir(
+  dir: string,
+  name: string,
+  pki: ClusterPki,
+  auditLog: boolean,
+): Promise<ClusterLayout> {
   const pkiDir = join(dir, 'pki');
   const logDir = join(dir, 'logs');
   await mkdir(pkiDir, { recursive: true });
   await mkdir(logDir, { recursive: true });
+  await writeCertificates(pkiDir, pki);
+  const ports = await allocatePorts();
+  const layout: ClusterLayout = {
+    name,
+    dir,
+    pkiDir,
+    logDir,
+    ports,
+    server: `https://127.0.0.1:${ports.apiserver}`,
+    kubeconfigs: {
+      admin: join(dir, 'kubeconfig'),
+      controllerManager: join(dir, 'controller-manager.kubeconfig'),
+      scheduler: join(dir, 'scheduler.kubeconfig'),
+      kwok: join(dir, 'kwok.kubeconfig'),
+    },
+    auditLogPath: auditLog ? join(dir, 'audit.log') : null,
+  };
+  await writeKubeconfigs(layout, pki);
+  if (layout.auditLogPath) await writeFile(auditPolicyPath(layout), AUDIT_POLICY);
+  return layout;
+}
 
-  const pki = await createClusterPki();
+async function writeCertificates(pkiDir: string, pki: ClusterPki): Promise<void> {
   const files: Record<string, string> = {
     'ca.crt': pki.ca.certPem,
     'ca.key': pki.ca.keyPem,
@@ -180,8 +274,10 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     'sa.pub': pki.serviceAccount.publicKeyPem,
   };
   for (const [f, content] of Object.entries(files)) await writeFile(join(pkiDir, f), content, { mode: 0o600 });
+}
 
-  const [etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort] = (await freePorts(6)) as [
+async function allocatePorts(): Promise<ClusterPorts> {
+  const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = (await freePorts(6)) as [
     number,
     number,
     number,
@@ -189,256 +285,227 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     number,
     number,
   ];
-  const server = `https://127.0.0.1:${apiPort}`;
-  const kubeconfigs = {
-    admin: join(dir, 'kubeconfig'),
-    kcm: join(dir, 'controller-manager.kubeconfig'),
-    scheduler: join(dir, 'scheduler.kubeconfig'),
-    kwok: join(dir, 'kwok.kubeconfig'),
-  };
-  const writeKc = (path: string, pair: { certPem: string; keyPem: string }) =>
+  return { etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok };
+}
+
+/** One kubeconfig per client identity, each with its own client certificate. */
+async function writeKubeconfigs(layout: ClusterLayout, pki: ClusterPki): Promise<void> {
+  const { name, server, kubeconfigs } = layout;
+  const write = (path: string, pair: CertKeyPair) =>
     writeFile(path, kubeconfigYaml({ name, server, caPem: pki.ca.certPem, ...pair }), { mode: 0o600 });
-  await writeKc(kubeconfigs.admin, pki.admin);
-  await writeKc(kubeconfigs.kcm, pki.controllerManager);
-  await writeKc(kubeconfigs.scheduler, pki.scheduler);
-  await writeKc(kubeconfigs.kwok, pki.kwok);
-  const auditLogPath = options.auditLog === false ? null : join(dir, 'audit.log');
-  if (auditLogPath) await writeFile(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+  await write(kubeconfigs.admin, pki.admin);
+  await write(kubeconfigs.controllerManager, pki.controllerManager);
+  await write(kubeconfigs.scheduler, pki.scheduler);
+  await write(kubeconfigs.kwok, pki.kwok);
+}
 
-  const procs = new Map<string, ManagedProcess>();
-  const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
-  const state = (): ClusterState => ({
-    name,
-    server,
-    kubeconfigPath: kubeconfigs.admin,
-    auditLogPath,
-    dir,
-    ownerPid,
-    hostPid: process.pid,
-    keep: options.keep ?? false,
-    startedAt,
-    pids: Object.fromEntries([...procs].map(([k, p]) => [k, p.pid])),
-    versions: { ...CONTROL_PLANE_VERSIONS },
-  });
-  const startedAt = new Date().toISOString();
-  // Serialized and atomic (write + rename): components start concurrently, and the watchdog reads it any time.
-  let saving = Promise.resolve();
-  const saveState = () => {
-    saving = saving.then(async () => {
-      const tmp = join(dir, `state.json.${process.pid}.tmp`);
-      await writeFile(tmp, `${JSON.stringify(state(), null, 2)}\n`);
-      await rename(tmp, join(dir, 'state.json'));
+/** Components in start order; they stop in reverse (clients first, etcd last: no storms of connection errors). */
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
+
+/** The component processes of one cluster; state.json follows them as each starts. */
+class ClusterComponents {
+  private readonly procs = new Map<string, ManagedProcess>();
+  private saving = Promise.resolve();
+
+  constructor(
+    private readonly layout: ClusterLayout,
+    private readonly record: Omit<ClusterState, 'pids'>,
+  ) {}
+
+  get pids(): Record<string, number> {
+    return Object.fromEntries([...this.procs].map(([k, p]) => [k, p.pid]));
+  }
+
+  /** Starts one component, its output in `logs/<component>.log`, and records its pid. */
+  async start(component: (typeof COMPONENTS)[number], command: string, args: string[]): Promise<void> {
+    const logPath = join(this.layout.logDir, `${component}.log`);
+    this.procs.set(component, await ManagedProcess.start({ name: component, command, args, logPath }));
+    await this.saveState();
+  }
+
+  /** Any component that dies during start fails the start at once, with its log. */
+  readonly guard = async (): Promise<void> => {
+    for (const p of this.procs.values()) if (!p.isRunning) throw await p.exitError();
+  };
+
+  async stop(component: (typeof COMPONENTS)[number]): Promise<void> {
+    await this.procs.get(component)?.stop();
+  }
+
+  async stopAll(): Promise<void> {
+    for (const c of [...COMPONENTS].reverse()) await this.stop(c);
+  }
+
+  /** Serialized and atomic (write + rename): components start concurrently, and the watchdog reads it any time. */
+  saveState(): Promise<void> {
+    this.saving = this.saving.then(async () => {
+      const tmp = join(this.layout.dir, `state.json.${process.pid}.tmp`);
+      await writeFile(tmp, `${JSON.stringify({ ...this.record, pids: this.pids }, null, 2)}\n`);
+      await rename(tmp, join(this.layout.dir, 'state.json'));
     });
-    return saving;
-  };
-  await saveState();
-  const reaper = ownerPid === null ? null : startReaper(ownerPid, dir);
+    return this.saving;
+  }
+}
 
-  const start = async (component: string, command: string, args: string[]) => {
-    const p = await ManagedProcess.start({ name: component, command, args, logPath: join(logDir, `${component}.log`) });
-    procs.set(component, p);
-    await saveState();
-    return p;
-  };
-  // Any component that dies during start fails the start at once, with its log.
-  const guard = async () => {
-    for (const p of procs.values()) if (!p.isRunning) throw await p.exitError();
-  };
+/** What the start steps share. */
+interface Boot {
+  readonly layout: ClusterLayout;
+  readonly bin: ControlPlaneBinaries;
+  readonly components: ClusterComponents;
+  /** Admin client of the apiserver. */
+  readonly http: KubeHttp;
+  /** Aborts the start (its deadline, or the caller's signal). */
+  readonly signal: AbortSignal;
+  /** Milliseconds left of the start's deadline (at least 1 s). */
+  remaining(): number;
+}
 
-  const apiserverArgs = [
-    `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
-    `--secure-port=${apiPort}`,
-    // The Endpoints of the kubernetes Service may not point at loopback.
-    '--endpoint-reconciler-type=none',
-    `--cert-dir=${pkiDir}`,
-    `--tls-cert-file=${join(pkiDir, 'apiserver.crt')}`,
-    `--tls-private-key-file=${join(pkiDir, 'apiserver.key')}`,
-    `--client-ca-file=${join(pkiDir, 'ca.crt')}`,
-    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${join(pkiDir, 'sa.pub')}`,
-    `--service-account-signing-key-file=${join(pkiDir, 'sa.key')}`,
-    '--api-audiences=https://kubernetes.default.svc.cluster.local',
-    '--authorization-mode=Node,RBAC',
-    '--enable-admission-plugins=NodeRestriction',
-    '--service-cluster-ip-range=10.96.0.0/16',
-    '--allow-privileged=true',
-    '--profiling=false',
-    ...(auditLogPath
-      ? [
-          `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
-          `--audit-log-path=${auditLogPath}`,
-          '--audit-log-format=json',
-          // Blocking: a request's audit line is on disk before the response, so tests can read it at once.
-          '--audit-log-mode=blocking',
-          '--audit-log-maxbackup=1',
-        ]
-      : []),
-  ];
-
+/** The handle a caller gets; `stop` also undoes a failed start. */
+function clusterHandle(
+  boot: Boot,
+  caPem: string,
+  options: { readonly keep: boolean; readonly reaper: Reaper | null; readonly callerSignal: AbortSignal | undefined },
+): Cluster {
+  const { layout, components, http } = boot;
+  const { keep, reaper } = options;
+  const restartSignal = AbortSignal.any(options.callerSignal ? [options.callerSignal] : []);
   const cluster: Cluster = {
-    name,
-    kubeconfigPath: kubeconfigs.admin,
-    server,
-    caData: Buffer.from(pki.ca.certPem).toString('base64'),
-    auditLogPath,
-    dir,
+    name: layout.name,
+    kubeconfigPath: layout.kubeconfigs.admin,
+    server: layout.server,
+    caData: Buffer.from(caPem).toString('base64'),
+    auditLogPath: layout.auditLogPath,
+    dir: layout.dir,
     get pids() {
-      return state().pids;
+      return components.pids;
     },
     stop: async () => {
       running.delete(cluster);
       http.close();
-      // Reverse order: clients first, etcd last, so nothing logs storms of connection errors.
-      for (const c of ['kwok', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
-        await procs.get(c)?.stop();
-      }
+      await components.stopAll();
       reaper?.kill();
-      if (!options.keep) await rm(dir, { recursive: true, force: true });
-      else await saveState();
+      if (!keep) await rm(layout.dir, { recursive: true, force: true });
+      else await components.saveState();
     },
     restartApiserver: async () => {
-      await procs.get('kube-apiserver')?.stop();
-      await start('kube-apiserver', bin.kubeApiserver, apiserverArgs);
-      await waitApiserver(60_000);
+      await components.stop('kube-apiserver');
+      // Its own deadline: the start's signal has long timed out on a cluster that ran for minutes.
+      await startApiserver({ ...boot, signal: restartSignal }, 60_000);
     },
   };
-  const http = new KubeHttp({ server, caPem: pki.ca.certPem, certPem: pki.admin.certPem, keyPem: pki.admin.keyPem });
-  const waitApiserver = (ms: number) =>
-    pollUntil(
-      async () => ((await http.request('GET', '/readyz', undefined, 2_000)).status === 200 ? true : undefined),
-      {
-        timeoutMs: ms,
-        what: `kube-apiserver of cluster "${name}" (${server}) to answer /readyz with 200`,
-        hint: `see ${join(logDir, 'kube-apiserver.log')}`,
-        guard,
-        signal,
-      },
-    );
-  running.add(cluster);
+  return cluster;
+}
 
-  try {
-    const t0 = performance.now();
-    await start('etcd', bin.etcd, [
-      `--name=${name}`,
-      `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
-      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
-      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-      `--initial-cluster=${name}=http://127.0.0.1:${etcdPeer}`,
-      // A disposable test cluster: durability across power loss buys nothing, and fsync dominates start time.
-      '--unsafe-no-fsync',
-      '--log-level=warn',
-      '--quota-backend-bytes=1073741824',
-    ]);
-    await pollUntil(
-      async () => {
-        const res = await fetch(`http://127.0.0.1:${etcdClient}/health`, { signal: AbortSignal.timeout(1_000) });
-        return res.ok && ((await res.json()) as { health?: string }).health === 'true' ? true : undefined;
-      },
-      { timeoutMs: remaining(), what: `etcd of cluster "${name}" to report healthy`, guard, signal },
-    );
-    progress(`etcd healthy after ${ms(t0)}`);
+/** etcd, then the apiserver, then its clients, then the fake nodes; ready when a Deployment could schedule. */
+async function bootControlPlane(boot: Boot, nodes: number, progress: (line: string) => void): Promise<void> {
+  const t0 = performance.now();
+  await startEtcd(boot);
+  progress(`etcd healthy after ${ms(t0)}`);
+  await startApiserver(boot, boot.remaining());
+  progress(`kube-apiserver ready after ${ms(t0)}`);
+  await startApiserverClients(boot);
+  await registerFakeNodes(boot.http, boot.layout.name, nodes);
+  await waitUntilSchedulable(boot, nodes);
+  progress(`cluster ${boot.layout.name} ready after ${ms(t0)}`);
+}
 
-    await start('kube-apiserver', bin.kubeApiserver, apiserverArgs);
-    await waitApiserver(remaining());
-    progress(`kube-apiserver ready after ${ms(t0)}`);
+/** Polls until `check` holds, within the start's deadline; stops at once when a component exits. */
+function waitDuringStart(
+  boot: Boot,
+  check: () => Promise<boolean>,
+  what: string,
+  options: { readonly timeoutMs?: number; readonly logOf?: (typeof COMPONENTS)[number] } = {},
+): Promise<true> {
+  return pollUntil(async () => ((await check()) ? true : undefined), {
+    timeoutMs: options.timeoutMs ?? boot.remaining(),
+    what,
+    ...(options.logOf ? { hint: `see ${join(boot.layout.logDir, `${options.logOf}.log`)}` } : {}),
+    guard: boot.components.guard,
+    signal: boot.signal,
+  });
+}
 
-    await Promise.all([
-      start('kube-controller-manager', bin.kubeControllerManager, [
-        `--kubeconfig=${kubeconfigs.kcm}`,
-        `--authentication-kubeconfig=${kubeconfigs.kcm}`,
-        `--authorization-kubeconfig=${kubeconfigs.kcm}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${kcmPort}`,
-        `--cert-dir=${join(pkiDir, 'kcm')}`,
-        '--use-service-account-credentials=true',
-        `--service-account-private-key-file=${join(pkiDir, 'sa.key')}`,
-        `--root-ca-file=${join(pkiDir, 'ca.crt')}`,
-        `--cluster-signing-cert-file=${join(pkiDir, 'ca.crt')}`,
-        `--cluster-signing-key-file=${join(pkiDir, 'ca.key')}`,
-        '--leader-elect=false',
-        '--profiling=false',
-      ]),
-      start('kube-scheduler', bin.kubeScheduler, [
-        `--kubeconfig=${kubeconfigs.scheduler}`,
-        `--authentication-kubeconfig=${kubeconfigs.scheduler}`,
-        `--authorization-kubeconfig=${kubeconfigs.scheduler}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${schedPort}`,
-        `--cert-dir=${join(pkiDir, 'scheduler')}`,
-        '--leader-elect=false',
-        '--profiling=false',
-      ]),
-      start('kwok', bin.kwok, [
-        `--kubeconfig=${kubeconfigs.kwok}`,
-        `--config=${await writeKwokStages(bin.kwokStages, dir)}`,
-        '--manage-all-nodes=false',
-        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-        '--node-lease-duration-seconds=40',
-        `--server-address=127.0.0.1:${kwokPort}`,
-        '--cidr=10.244.0.0/16',
-        '--node-ip=127.0.0.1',
-      ]),
-    ]);
+async function startEtcd(boot: Boot): Promise<void> {
+  const { layout } = boot;
+  await boot.components.start('etcd', boot.bin.etcd, etcdArgs(layout));
+  await waitDuringStart(
+    boot,
+    async () => {
+      const res = await fetch(`http://127.0.0.1:${layout.ports.etcdClient}/health`, {
+        signal: AbortSignal.timeout(1_000),
+      });
+      return res.ok && ((await res.json()) as { health?: string }).health === 'true';
+    },
+    `etcd of cluster "${layout.name}" to report healthy`,
+  );
+}
 
-    for (let i = 0; i < nodes; i++) {
-      const nodeName = `${name}-node-${i}`;
-      const res = await http.request('POST', '/api/v1/nodes', fakeNode(nodeName));
-      if (res.status !== 201 && res.status !== 409) {
-        throw new ConfigError(
-          `registering fake node ${nodeName} failed with HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`,
-        );
-      }
+async function startApiserver(boot: Boot, timeoutMs: number): Promise<void> {
+  const { layout } = boot;
+  await boot.components.start('kube-apiserver', boot.bin.kubeApiserver, apiserverArgs(layout));
+  await waitDuringStart(
+    boot,
+    async () => (await boot.http.request('GET', '/readyz', undefined, 2_000)).status === 200,
+    `kube-apiserver of cluster "${layout.name}" (${layout.server}) to answer /readyz with 200`,
+    { timeoutMs, logOf: 'kube-apiserver' },
+  );
+}
+
+/** kube-controller-manager, kube-scheduler and kwok (the kubelet of the fake nodes), side by side. */
+async function startApiserverClients({ layout, bin, components }: Boot): Promise<void> {
+  const startKwok = async () => {
+    const stagesPath = await writeKwokStages(bin.kwokStages, layout.dir);
+    await components.start('kwok', bin.kwok, kwokArgs(layout, stagesPath));
+  };
+  await Promise.all([
+    components.start('kube-controller-manager', bin.kubeControllerManager, controllerManagerArgs(layout)),
+    components.start('kube-scheduler', bin.kubeScheduler, schedulerArgs(layout)),
+    startKwok(),
+  ]);
+}
+
+/** @throws ConfigError when the apiserver refuses a node (409: it exists already, fine). */
+async function registerFakeNodes(http: KubeHttp, name: string, nodes: number): Promise<void> {
+  for (let i = 0; i < nodes; i++) {
+    const nodeName = `${name}-node-${i}`;
+    const res = await http.request('POST', '/api/v1/nodes', fakeNode(nodeName));
+    if (res.status !== 201 && res.status !== 409) {
+      throw new ConfigError(
+        `registering fake node ${nodeName} failed with HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`,
+      );
     }
-
-    await Promise.all([
-      pollUntil(
-        async () => {
-          const res = await http.request('GET', '/api/v1/namespaces/default/serviceaccounts/default');
-          return res.status === 200 ? true : undefined;
-        },
-        {
-          timeoutMs: remaining(),
-          what: `kube-controller-manager of cluster "${name}" to create the default ServiceAccount`,
-          hint: `see ${join(logDir, 'kube-controller-manager.log')}`,
-          guard,
-          signal,
-        },
-      ),
-      pollUntil(
-        async () => {
-          const res = await http.request('GET', '/api/v1/nodes');
-          const items = (res.body as { items?: NodeLike[] }).items ?? [];
-          const ready = items.filter((n) =>
-            n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-          );
-          return ready.length >= nodes ? true : undefined;
-        },
-        {
-          timeoutMs: remaining(),
-          what: `${nodes} kwok node(s) of cluster "${name}" to become Ready`,
-          hint: `see ${join(logDir, 'kwok.log')}`,
-          guard,
-          signal,
-        },
-      ),
-      pollUntil(async () => ((await probeHealthz(schedPort)) ? true : undefined), {
-        timeoutMs: remaining(),
-        what: `kube-scheduler of cluster "${name}" to answer /healthz`,
-        hint: `see ${join(logDir, 'kube-scheduler.log')}`,
-        guard,
-        signal,
-      }),
-    ]);
-    progress(`cluster ${name} ready after ${ms(t0)}`);
-    return cluster;
-  } catch (err) {
-    await cluster.stop().catch(() => {});
-    throw err;
   }
+}
+
+/** A Deployment could become Available: default ServiceAccount present, nodes Ready, scheduler healthy. */
+async function waitUntilSchedulable(boot: Boot, nodes: number): Promise<void> {
+  const { http, layout } = boot;
+  await Promise.all([
+    waitDuringStart(
+      boot,
+      async () => (await http.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
+      `kube-controller-manager of cluster "${layout.name}" to create the default ServiceAccount`,
+      { logOf: 'kube-controller-manager' },
+    ),
+    waitDuringStart(
+      boot,
+      async () => (await countReadyNodes(http)) >= nodes,
+      `${nodes} kwok node(s) of cluster "${layout.name}" to become Ready`,
+      { logOf: 'kwok' },
+    ),
+    waitDuringStart(
+      boot,
+      () => probeHealthz(layout.ports.scheduler),
+      `kube-scheduler of cluster "${layout.name}" to answer /healthz`,
+      { logOf: 'kube-scheduler' },
+    ),
+  ]);
+}
+
+async function countReadyNodes(http: KubeHttp): Promise<number> {
+  const res = await http.request('GET', '/api/v1/nodes');
+  const items = (res.body as { items?: NodeLike[] }).items ?? [];
+  return items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
 }
 
 /** GET /healthz on a component's self-signed secure port (loopback only, so the certificate is not checked). */
@@ -487,11 +554,20 @@ function ms(t0: number): string {
   return `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 }
 
-function startReaper(ownerPid: number, dir: string) {
+/** The watchdog process that stops the cluster when its owner dies. */
+interface Reaper {
+  kill(): void;
+}
+
+function startReaper(ownerPid: number, dir: string): Reaper {
   const script = new URL('../bin/reaper.mjs', import.meta.url).pathname;
   const child = spawn(process.execPath, [script, String(ownerPid), dir], { detached: true, stdio: 'ignore' });
   child.unref();
-  return { kill: () => child.pid && signalGroup(child.pid, 'SIGTERM') };
+  return {
+    kill: () => {
+      if (child.pid) signalGroup(child.pid, 'SIGTERM');
+    },
+  };
 }
 
 async function readState(dir: string): Promise<ClusterState | undefined> {

@@ -1,10 +1,11 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcessByStdio, execFile, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
 
@@ -89,88 +90,18 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
   const count = (status: number) => counts.set(status, (counts.get(status) ?? 0) + 1);
 
   const tokens = options.tokens ?? [];
-  const isAuthorized = (header: string | undefined): string | undefined => {
-    if (header?.startsWith('Bearer ')) {
-      const t = header.slice(7);
-      return tokens.some((x) => safeEqual(x, t)) ? 'token' : undefined;
-    }
-    if (!header?.startsWith('Basic ')) return undefined;
-    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
-    const i = decoded.indexOf(':');
-    const [u, p] = [decoded.slice(0, i), decoded.slice(i + 1)];
-    const match = users.find((x) => x.username === u && safeEqual(x.password, p));
-    return match?.username;
-  };
-
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const user = isAuthorized(req.headers.authorization);
+    const user = authorize(req.headers.authorization, users, tokens);
     if (!user) {
       count(401);
       res.writeHead(401, { 'www-authenticate': 'Basic realm="baton-git"', 'content-type': 'text/plain' });
       res.end('authentication required\n');
       return;
     }
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      GIT_PROJECT_ROOT: reposDir,
-      GIT_HTTP_EXPORT_ALL: '1',
-      GIT_HTTP_MAX_REQUEST_BUFFER: '100M',
-      REQUEST_METHOD: req.method ?? 'GET',
-      PATH_INFO: decodeURIComponent(url.pathname),
-      QUERY_STRING: url.search.replace(/^\?/, ''),
-      CONTENT_TYPE: req.headers['content-type'] ?? '',
-      REMOTE_USER: user,
-      REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
-      GIT_PROTOCOL: (req.headers['git-protocol'] as string | undefined) ?? '',
-      HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-    };
-    if (req.headers['content-length']) env.CONTENT_LENGTH = req.headers['content-length'];
-    const child = spawn(git, ['http-backend'], { env, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(git, ['http-backend'], { env: cgiEnv(req, reposDir, user), stdio: ['pipe', 'pipe', 'ignore'] });
     children.add(child);
     child.once('exit', () => children.delete(child));
-    child.once('error', () => {
-      if (!res.headersSent) {
-        count(500);
-        res.writeHead(500).end();
-      }
-    });
-    req.pipe(child.stdin);
-    child.stdin.on('error', () => {});
-    // CGI output: headers, a blank line, then the body, which streams through unchanged.
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const sep = head.indexOf('\r\n\r\n');
-      const sepLf = head.indexOf('\n\n');
-      const [end, len] = sep >= 0 ? [sep, 4] : sepLf >= 0 ? [sepLf, 2] : [-1, 0];
-      if (end < 0) return;
-      headersDone = true;
-      let status = 200;
-      const headers: Record<string, string> = {};
-      for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
-        const c = line.indexOf(':');
-        if (c < 0) continue;
-        const k = line.slice(0, c).trim();
-        const v = line.slice(c + 1).trim();
-        if (k.toLowerCase() === 'status') status = Number.parseInt(v, 10);
-        else headers[k] = v;
-      }
-      count(status);
-      res.writeHead(status, headers);
-      res.write(head.subarray(end + len));
-    });
-    child.stdout.on('end', () => {
-      if (!headersDone) {
-        count(502);
-        res.writeHead(502).end('git http-backend produced no response\n');
-      } else res.end();
-    });
+    relayCgi(child, req, res, count);
   };
 
   const server: Server = createServer(handle);
@@ -274,4 +205,103 @@ function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Who an Authorization header names: a configured user, `token` for a known bearer token, or nobody. */
+function authorize(
+  header: string | undefined,
+  users: readonly GitServerUser[],
+  tokens: readonly string[],
+): string | undefined {
+  if (header?.startsWith('Bearer ')) {
+    const t = header.slice(7);
+    return tokens.some((x) => safeEqual(x, t)) ? 'token' : undefined;
+  }
+  if (!header?.startsWith('Basic ')) return undefined;
+  const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  const [u, p] = [decoded.slice(0, i), decoded.slice(i + 1)];
+  return users.find((x) => x.username === u && safeEqual(x.password, p))?.username;
+}
+
+/** The CGI environment of one `git http-backend` run for `req`. */
+function cgiEnv(req: IncomingMessage, reposDir: string, user: string): NodeJS.ProcessEnv {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    GIT_PROJECT_ROOT: reposDir,
+    GIT_HTTP_EXPORT_ALL: '1',
+    GIT_HTTP_MAX_REQUEST_BUFFER: '100M',
+    REQUEST_METHOD: req.method ?? 'GET',
+    PATH_INFO: decodeURIComponent(url.pathname),
+    QUERY_STRING: url.search.replace(/^\?/, ''),
+    CONTENT_TYPE: req.headers['content-type'] ?? '',
+    REMOTE_USER: user,
+    REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
+    GIT_PROTOCOL: (req.headers['git-protocol'] as string | undefined) ?? '',
+    HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+  };
+  if (req.headers['content-length']) env.CONTENT_LENGTH = req.headers['content-length'];
+  return env;
+}
+
+/**
+ * Pipes the request body into a CGI child and its output back as the response: headers (with `Status:`), a
+ * blank line, then the body, which streams through unchanged. `count` tallies the status sent.
+ */
+function relayCgi(
+  child: ChildProcessByStdio<Writable, Readable, null>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  count: (status: number) => void,
+): void {
+  child.once('error', () => {
+    if (!res.headersSent) {
+      count(500);
+      res.writeHead(500).end();
+    }
+  });
+  req.pipe(child.stdin);
+  child.stdin.on('error', () => {});
+  let head: Buffer | undefined = Buffer.alloc(0);
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (!head) {
+      res.write(chunk);
+      return;
+    }
+    head = Buffer.concat([head, chunk]);
+    const parsed = parseCgiHead(head);
+    if (!parsed) return;
+    count(parsed.status);
+    res.writeHead(parsed.status, parsed.headers);
+    res.write(head.subarray(parsed.bodyStart));
+    head = undefined;
+  });
+  child.stdout.on('end', () => {
+    if (head) {
+      count(502);
+      res.writeHead(502).end('git http-backend produced no response\n');
+    } else res.end();
+  });
+}
+
+/** The status and headers of CGI output, and where its body starts; undefined while the blank line is not in yet. */
+function parseCgiHead(
+  head: Buffer,
+): { status: number; headers: Record<string, string>; bodyStart: number } | undefined {
+  const crlf = head.indexOf('\r\n\r\n');
+  const lf = head.indexOf('\n\n');
+  const [end, len] = crlf >= 0 ? [crlf, 4] : lf >= 0 ? [lf, 2] : [-1, 0];
+  if (end < 0) return undefined;
+  let status = 200;
+  const headers: Record<string, string> = {};
+  for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
+    const c = line.indexOf(':');
+    if (c < 0) continue;
+    const k = line.slice(0, c).trim();
+    const v = line.slice(c + 1).trim();
+    if (k.toLowerCase() === 'status') status = Number.parseInt(v, 10);
+    else headers[k] = v;
+  }
+  return { status, headers, bodyStart: end + len };
 }

@@ -73,14 +73,16 @@ interface Pod {
   spec: {
     nodeName?: string;
     serviceAccountName?: string;
-    containers: {
-      name: string;
-      image: string;
-      args?: string[];
-      env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-    }[];
+    containers: PodContainer[];
   };
   status?: { phase?: string };
+}
+
+interface PodContainer {
+  name: string;
+  image: string;
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
 }
 
 interface Entry {
@@ -95,7 +97,7 @@ interface Entry {
 }
 
 /** A container env var's value: a literal, or a fieldRef into the pod's metadata (what the kubelet resolves). */
-function envValue(pod: Pod, e: NonNullable<Pod['spec']['containers'][number]['env']>[number]): string | undefined {
+function envValue(pod: Pod, e: NonNullable<PodContainer['env']>[number]): string | undefined {
   if (e.value !== undefined) return e.value;
   const path = e.valueFrom?.fieldRef?.fieldPath;
   if (!path) return undefined;
@@ -127,53 +129,130 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
   const kc = parse(await readFile(options.kubeconfigPath, 'utf8')) as {
     clusters: { cluster: Record<string, string> }[];
   };
-  const server = kc.clusters[0]?.cluster.server ?? '';
-  const caData = kc.clusters[0]?.cluster['certificate-authority-data'] ?? '';
-  const base = await mkdtemp(join(tmpdir(), 'baton-pods-'));
-  const entries = new Map<string, Entry>();
-  const isJob = options.mode === 'job';
+  const kubelet = new LocalKubelet(options, http, {
+    server: kc.clusters[0]?.cluster.server ?? '',
+    caData: kc.clusters[0]?.cluster['certificate-authority-data'] ?? '',
+    baseDir: await mkdtemp(join(tmpdir(), 'baton-pods-')),
+  });
   let stopped = false;
   let busy: Promise<void> = Promise.resolve();
+  const loop = (async () => {
+    while (!stopped) {
+      busy = kubelet.tick().catch(() => undefined);
+      await busy;
+      await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
+    }
+  })();
 
-  const startPod = async (key: string, pod: Pod, restarts: number) => {
-    const container = pod.spec.containers.find((c) => c.image.startsWith(options.imagePrefix));
+  return {
+    pods: () => kubelet.pods(),
+    async stop() {
+      stopped = true;
+      await busy;
+      await loop;
+      await kubelet.stopAll();
+      http.close();
+    },
+  };
+}
+
+/** Where the pods' processes reach the cluster, and where their files go. */
+interface KubeletSite {
+  readonly server: string;
+  /** Base64 PEM of the cluster CA. */
+  readonly caData: string;
+  /** One `<namespace>_<name>` folder a pod: token, kubeconfig, log, work dir. */
+  readonly baseDir: string;
+}
+
+/** The pod runner's state: one process a matching pod, brought in line with the pod list on each tick. */
+class LocalKubelet {
+  private readonly entries = new Map<string, Entry>();
+  private readonly isJob: boolean;
+
+  constructor(
+    private readonly options: StartPodRunnerOptions,
+    private readonly http: KubeHttp,
+    private readonly site: KubeletSite,
+  ) {
+    this.isJob = options.mode === 'job';
+  }
+
+  pods(): RunningPod[] {
+    return [...this.entries.values()].map((e) => ({
+      namespace: e.pod.metadata.namespace,
+      name: e.pod.metadata.name,
+      pid: e.proc.pid,
+      logPath: join(e.dir, 'log'),
+      restarts: e.restarts,
+    }));
+  }
+
+  /** One pass: stop processes whose pod is gone, restart or report exited ones, start new ones. */
+  async tick(): Promise<void> {
+    const res = await this.http.request('GET', '/api/v1/pods');
+    if (res.status !== 200) return;
+    const want = new Map(
+      (res.body as { items: Pod[] }).items
+        .filter((p) => this.isRunningHere(p))
+        .map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]),
+    );
+    for (const [key, e] of this.entries) await this.settle(key, e, want.get(key));
+    for (const [key, pod] of want) if (!this.entries.has(key)) await this.startPod(key, pod, 0);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.entries.values()].map((e) => e.proc.stop()));
+    this.entries.clear();
+    await rm(this.site.baseDir, { recursive: true, force: true });
+  }
+
+  /** A live pod scheduled to a node with a container of our image. */
+  private isRunningHere(p: Pod): boolean {
+    return (
+      Boolean(p.spec.nodeName) &&
+      p.status?.phase === 'Running' &&
+      !p.metadata.deletionTimestamp &&
+      this.containerOf(p) !== undefined
+    );
+  }
+
+  private containerOf(pod: Pod): PodContainer | undefined {
+    return pod.spec.containers.find((c) => c.image.startsWith(this.options.imagePrefix));
+  }
+
+  /** Brings one process in line with its pod (`undefined`: the pod is gone). */
+  private async settle(key: string, e: Entry, pod: Pod | undefined): Promise<void> {
+    if (this.isJob && !e.proc.isRunning) {
+      // Its log stays (for the test that reads it) until the runner stops; the process is never restarted.
+      if (!e.reported) await this.reportExit(e);
+      return;
+    }
+    if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
+      this.entries.delete(key);
+      await e.proc.stop();
+      await rm(e.dir, { recursive: true, force: true });
+    } else if (!e.proc.isRunning && performance.now() >= e.nextStartMs) {
+      // restartPolicy Always, with a pause so a crashing binary is not a hot loop.
+      if (e.nextStartMs === 0) e.nextStartMs = performance.now() + 2_000;
+      else {
+        this.entries.delete(key);
+        await this.startPod(key, pod, e.restarts + 1);
+      }
+    }
+  }
+
+  private async startPod(key: string, pod: Pod, restarts: number): Promise<void> {
+    const container = this.containerOf(pod);
     if (!container) return;
-    const sa = pod.spec.serviceAccountName ?? 'default';
-    const tr = await http.request('POST', `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      spec: {
-        expirationSeconds: 3600,
-        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
-      },
-    });
-    const token = (tr.body as { status?: { token?: string } }).status?.token;
-    if (tr.status !== 201 || !token) return;
-    const dir = join(base, `${pod.metadata.namespace}_${pod.metadata.name}`);
+    const token = await this.mintPodToken(pod);
+    if (!token) return;
+    const dir = join(this.site.baseDir, `${pod.metadata.namespace}_${pod.metadata.name}`);
     await mkdir(join(dir, 'work'), { recursive: true });
     await writeFile(join(dir, 'token'), token, { mode: 0o600 });
     const kubeconfig = join(dir, 'kubeconfig');
-    await writeFile(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caData } }],
-        // A Job's pod runs once and briefly: its token goes inline, which every client reads (client-node ignores
-        // tokenFile); a long-running pod re-reads its token file as it rotates.
-        users: [{ name: 'u', user: isJob ? { token } : { tokenFile: join(dir, 'token') } }],
-        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'c',
-      }),
-      { mode: 0o600 },
-    );
-    const [cmd, ...lead] = options.command ?? DEFAULT_COMMAND;
-    const podEnv = Object.fromEntries(
-      (container.env ?? []).flatMap((e) => {
-        const v = envValue(pod, e);
-        return v === undefined ? [] : [[e.name, v]];
-      }),
-    );
+    await writeFile(kubeconfig, this.podKubeconfig(dir, token), { mode: 0o600 });
+    const [cmd, ...lead] = this.options.command ?? DEFAULT_COMMAND;
     const proc = await ManagedProcess.start({
       name: `pod ${key}`,
       command: cmd!,
@@ -181,119 +260,101 @@ export async function startPodRunner(options: StartPodRunnerOptions): Promise<Po
         ...lead,
         ...(container.args ?? []),
         `--kubeconfig=${kubeconfig}`,
-        ...(isJob ? [] : [`--identity=${pod.metadata.name}`, '--port=0', `--work-dir=${join(dir, 'work')}`]),
+        ...(this.isJob ? [] : [`--identity=${pod.metadata.name}`, '--port=0', `--work-dir=${join(dir, 'work')}`]),
       ],
       logPath: join(dir, 'log'),
-      cwd: options.cwd ?? REPO_ROOT,
+      cwd: this.options.cwd ?? REPO_ROOT,
       env: {
         ...process.env,
-        ...podEnv,
+        ...containerEnv(pod, container),
         POD_NAME: pod.metadata.name,
         POD_NAMESPACE: pod.metadata.namespace,
         BATON_OWNER_PID: String(process.pid),
       },
     });
-    entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
-  };
+    this.entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
+  }
 
-  // Job mode: the pod ends with the process, as the kubelet would report it (exit code, or 128 + signal number).
-  const reportExit = async (e: Entry) => {
-    const exit = e.proc.exit!;
-    const exitCode = exit.code ?? 128 + (exit.signal ? (osConstants.signals[exit.signal] ?? 0) : 0);
-    const container = e.pod.spec.containers.find((c) => c.image.startsWith(options.imagePrefix))!;
-    const finishedAt = new Date().toISOString();
-    const res = await http.request(
-      'PATCH',
-      `/api/v1/namespaces/${e.pod.metadata.namespace}/pods/${e.pod.metadata.name}/status`,
+  /** A token of the pod's ServiceAccount bound to the pod, as the kubelet projects it; undefined when refused. */
+  private async mintPodToken(pod: Pod): Promise<string | undefined> {
+    const sa = pod.spec.serviceAccountName ?? 'default';
+    const tr = await this.http.request(
+      'POST',
+      `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`,
       {
-        status: {
-          phase: exitCode === 0 ? 'Succeeded' : 'Failed',
-          conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: finishedAt }],
-          containerStatuses: [
-            {
-              name: container.name,
-              image: container.image,
-              imageID: '',
-              ready: false,
-              restartCount: 0,
-              started: false,
-              state: {
-                terminated: {
-                  exitCode,
-                  reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
-                  startedAt: e.startedAt,
-                  finishedAt,
-                },
-              },
-            },
-          ],
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: {
+          expirationSeconds: 3600,
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
         },
       },
+    );
+    const token = (tr.body as { status?: { token?: string } }).status?.token;
+    return tr.status === 201 ? token : undefined;
+  }
+
+  private podKubeconfig(dir: string, token: string): string {
+    return JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: this.site.server, 'certificate-authority-data': this.site.caData } }],
+      // A Job's pod runs once and briefly: its token goes inline, which every client reads (client-node ignores
+      // tokenFile); a long-running pod re-reads its token file as it rotates.
+      users: [{ name: 'u', user: this.isJob ? { token } : { tokenFile: join(dir, 'token') } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'c',
+    });
+  }
+
+  /** Job mode: the pod ends with the process, as the kubelet would report it (exit code, or 128 + signal number). */
+  private async reportExit(e: Entry): Promise<void> {
+    const res = await this.http.request(
+      'PATCH',
+      `/api/v1/namespaces/${e.pod.metadata.namespace}/pods/${e.pod.metadata.name}/status`,
+      { status: terminatedStatus(e, this.containerOf(e.pod)!) },
       undefined,
       'application/merge-patch+json',
     );
     if (res.status === 200 || res.status === 404) e.reported = true;
-  };
+  }
+}
 
-  const tick = async () => {
-    const res = await http.request('GET', '/api/v1/pods');
-    if (res.status !== 200) return;
-    const pods = (res.body as { items: Pod[] }).items.filter(
-      (p) =>
-        p.spec.nodeName &&
-        p.status?.phase === 'Running' &&
-        !p.metadata.deletionTimestamp &&
-        p.spec.containers.some((c) => c.image.startsWith(options.imagePrefix)),
-    );
-    const want = new Map(pods.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]));
-    for (const [key, e] of entries) {
-      const pod = want.get(key);
-      if (isJob && !e.proc.isRunning) {
-        // Its log stays (for the test that reads it) until the runner stops; the process is never restarted.
-        if (!e.reported) await reportExit(e);
-        continue;
-      }
-      if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
-        entries.delete(key);
-        await e.proc.stop();
-        await rm(e.dir, { recursive: true, force: true });
-      } else if (!e.proc.isRunning && performance.now() >= e.nextStartMs) {
-        // restartPolicy Always, with a pause so a crashing binary is not a hot loop.
-        if (e.nextStartMs === 0) e.nextStartMs = performance.now() + 2_000;
-        else {
-          entries.delete(key);
-          await startPod(key, pod, e.restarts + 1);
-        }
-      }
-    }
-    for (const [key, pod] of want) if (!entries.has(key)) await startPod(key, pod, 0);
-  };
+/** The container's env: literal values and the fieldRefs the kubelet resolves; unresolvable ones are left out. */
+function containerEnv(pod: Pod, container: PodContainer): Record<string, string> {
+  return Object.fromEntries(
+    (container.env ?? []).flatMap((e) => {
+      const v = envValue(pod, e);
+      return v === undefined ? [] : [[e.name, v]];
+    }),
+  );
+}
 
-  const loop = (async () => {
-    while (!stopped) {
-      busy = tick().catch(() => undefined);
-      await busy;
-      await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
-    }
-  })();
-
+/** The pod status of a finished process: Succeeded on exit 0, else Failed; its container terminated. */
+function terminatedStatus(e: Entry, container: PodContainer): unknown {
+  const exit = e.proc.exit!;
+  const exitCode = exit.code ?? 128 + (exit.signal ? (osConstants.signals[exit.signal] ?? 0) : 0);
+  const finishedAt = new Date().toISOString();
   return {
-    pods: () =>
-      [...entries.values()].map((e) => ({
-        namespace: e.pod.metadata.namespace,
-        name: e.pod.metadata.name,
-        pid: e.proc.pid,
-        logPath: join(e.dir, 'log'),
-        restarts: e.restarts,
-      })),
-    async stop() {
-      stopped = true;
-      await busy;
-      await loop;
-      await Promise.all([...entries.values()].map((e) => e.proc.stop()));
-      entries.clear();
-      http.close();
-      await rm(base, { recursive: true, force: true });
-    },
+    phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+    conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: finishedAt }],
+    containerStatuses: [
+      {
+        name: container.name,
+        image: container.image,
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        started: false,
+        state: {
+          terminated: {
+            exitCode,
+            reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
+            startedAt: e.startedAt,
+            finishedAt,
+          },
+        },
+      },
+    ],
   };
 }

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   createPulumiEnv,
@@ -146,19 +146,33 @@ describe('the Pulumi engine built from Go modules', () => {
     await stack.exportStack(); // not locked
   });
 
-  it('says why `pulumi preview` from a shell in stacks/example cannot run (no language host here)', async () => {
-    expect(engine.languageHost).toBeNull();
+  it("runs a shell `pulumi preview` of stacks/example (TypeScript, ESM) through the test bed's language host", async () => {
+    expect(engine.languageHost).toBe(join(engine.cliRoot, 'bin', 'pulumi-language-nodejs'));
     const cwd = new URL('../../../stacks/example', import.meta.url).pathname;
     const stack = `shell-${process.pid}`;
     await env.run(['stack', 'init', stack], { cwd });
     try {
-      await env.run(['config', 'set', '--secret', 'kubeconfig', 'placeholder', '--stack', stack], { cwd });
-      const err = await rejection(env.run(['preview', '--stack', stack], { cwd, stack }));
-      expect(err.message).toMatch(/the Node.js language host \(pulumi-language-nodejs\) is not available/);
+      await env.run(['config', 'set', '--secret', 'kubeconfig', 'not-a-kubeconfig', '--stack', stack], { cwd });
+      // No cluster: the provider cannot connect, so the preview shows the plan; the program itself ran.
+      const preview = await env.run(['preview', '--stack', stack], { cwd, stack });
+      expect(preview.stdout).toMatch(/\+ 4 to create/);
+      expect(preview.stdout + preview.stderr).not.toContain('not-a-kubeconfig');
     } finally {
       // Also removes stacks/example/Pulumi.<stack>.yaml.
-      await env.run(['stack', 'rm', '--yes', stack], { cwd });
+      await env.run(['stack', 'rm', '--yes', '--force', stack], { cwd });
     }
+  });
+
+  it('reports the error of a program that throws once, as the program said it, and fails the update', async () => {
+    const cwd = join(env.dir, 'throws');
+    await mkdir(cwd, { recursive: true });
+    await writeFile(join(cwd, 'Pulumi.yaml'), 'name: throws\nruntime: nodejs\n');
+    await writeFile(join(cwd, 'package.json'), '{ "name": "throws", "type": "module", "main": "index.ts" }\n');
+    await writeFile(join(cwd, 'index.ts'), "const reason: string = 'the program refused';\nthrow new Error(reason);\n");
+    await env.run(['stack', 'init', 'dev'], { cwd });
+    const err = await rejection(env.run(['preview', '--stack', 'dev'], { cwd, stack: 'dev' }));
+    expect(err.message).toContain('Error: the program refused');
+    expect(err.message).not.toMatch(/language host|language plugin|exited with code/);
   });
 
   it('recovers a stack locked by a killed up with pulumi cancel and stack export/import', async () => {

@@ -2,9 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { type Cluster, ensurePulumiEngine, PULUMI_VERSIONS, type PulumiEnv, startCluster } from '@baton/testenv';
 import * as k8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
-import { LocalWorkspace, PulumiCommand, type Stack } from '@pulumi/pulumi/automation/index.js';
+import type { Stack } from '@pulumi/pulumi/automation/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleProgram } from '../../../stacks/example/program.js';
 import { eventually } from '../../support/kube.js';
 import { inlineStack, isGone, kubeClients, kubeconfigText, pulumiEnv, storedState } from './pulumi-fixture.js';
 
@@ -225,26 +224,40 @@ describe('a dynamic provider and the example stack on the real engine', () => {
     ).toBe(true);
   });
 
-  it('runs the stacks/example program with its Pulumi.yaml', async () => {
-    const workDir = new URL('../../../stacks/example', import.meta.url).pathname;
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: 'it', projectName: 'example', program: async () => exampleProgram() },
-      { workDir, pulumiCommand: await PulumiCommand.get({ root: env.engine.cliRoot }), envVars: env.envVars },
-    );
+  it('runs stacks/example from a shell: preview, up, a second up, stack output, refresh and destroy through the CLI', async () => {
+    const cwd = new URL('../../../stacks/example', import.meta.url).pathname;
+    const stack = `shell-${process.pid}`;
+    const run = (...args: string[]) => env.run([...args, '--stack', stack], { cwd, stack });
+    const configMap = () => clients.core.readNamespacedConfigMap({ namespace: 'example-shell', name: 'greeting' });
+    await env.run(['stack', 'init', stack], { cwd });
     try {
-      await stack.setAllConfig({
-        kubeconfig: { value: kubeconfig, secret: true },
-        namespace: { value: 'example-it' },
-      });
-      const up = await stack.up();
-      expect(up.outputs.namespace?.value).toBe('example-it');
-      expect(up.outputs.greeting?.value).toBe('hello');
-      const cm = await clients.core.readNamespacedConfigMap({ namespace: 'example-it', name: 'greeting' });
-      expect(cm.data).toEqual({ greeting: 'hello' });
-      await stack.destroy();
-      expect(await isGone(() => clients.core.readNamespace({ name: 'example-it' }))).toBe(true);
+      await run('config', 'set', '--secret', 'kubeconfig', kubeconfig);
+      await run('config', 'set', 'namespace', 'example-shell');
+
+      const preview = await run('preview', '--diff');
+      expect(preview.stdout).toMatch(/\+ 4 to create/);
+      expect(await isGone(configMap)).toBe(true);
+
+      const up = await run('up', '--yes', '--skip-preview');
+      expect(up.stdout).toMatch(/4 created/);
+      expect((await configMap()).data).toEqual({ greeting: 'hello' });
+
+      await run('up', '--yes', '--expect-no-changes');
+      const outputs = JSON.parse((await run('stack', 'output', '--json')).stdout) as Record<string, string>;
+      expect(outputs).toEqual({ namespace: 'example-shell', configMap: 'greeting', greeting: 'hello' });
+      const refresh = await run('refresh', '--yes');
+      expect(refresh.stdout).toMatch(/4 unchanged/);
+
+      const destroy = await run('destroy', '--yes');
+      expect(destroy.stdout).toMatch(/4 deleted/);
+      expect(await isGone(() => clients.core.readNamespace({ name: 'example-shell' }))).toBe(true);
+      // The kubeconfig's client key never reaches the engine's output.
+      const key = /client-key-data: (\S+)/.exec(kubeconfig)?.[1];
+      expect(key).toBeTruthy();
+      for (const out of [preview, up, refresh, destroy]) expect(out.stdout + out.stderr).not.toContain(key!);
     } finally {
-      await stack.workspace.removeStack('it');
+      // Also removes stacks/example/Pulumi.<stack>.yaml.
+      await env.run(['stack', 'rm', '--yes', '--force', stack], { cwd });
     }
   });
 });

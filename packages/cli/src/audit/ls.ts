@@ -19,6 +19,30 @@ export function entryRow(d: DecodedEntry) {
   };
 }
 
+/** The filters of `baton audit ls`; an unset one lets every entry through. */
+interface EntryFilters {
+  readonly cluster?: string;
+  readonly outcome?: string;
+  /** Epoch milliseconds: finished at or after. */
+  readonly since?: number;
+  /** Epoch milliseconds: finished before. */
+  readonly until?: number;
+  /** Text the actor's user contains. */
+  readonly actor?: string;
+}
+
+function matchesFilters(d: DecodedEntry, f: EntryFilters): boolean {
+  const r = d.statement.predicate;
+  const finished = Date.parse(r.finishedAt);
+  return (
+    (f.cluster === undefined || r.cluster.name === f.cluster) &&
+    (f.outcome === undefined || r.outcome === f.outcome) &&
+    (f.since === undefined || finished >= f.since) &&
+    (f.until === undefined || finished < f.until) &&
+    (f.actor === undefined || r.actor.user.includes(f.actor))
+  );
+}
+
 /** `baton audit ls`: lists handoffs, newest last, with filters. */
 export function lsCommand() {
   return new Command('ls')
@@ -36,13 +60,7 @@ export function lsCommand() {
     .action(async (log, o) => {
       const rows: ReturnType<typeof entryRow>[] = [];
       for await (const d of readEntries(log)) {
-        const r = d.statement.predicate;
-        const finished = Date.parse(r.finishedAt);
-        if (o.cluster !== undefined && r.cluster.name !== o.cluster) continue;
-        if (o.outcome !== undefined && r.outcome !== o.outcome) continue;
-        if (o.since !== undefined && finished < o.since) continue;
-        if (o.until !== undefined && finished >= o.until) continue;
-        if (o.actor !== undefined && !r.actor.user.includes(o.actor)) continue;
+        if (!matchesFilters(d, o)) continue;
         rows.push(entryRow(d));
         // Keep memory bounded on a large log when only the tail is wanted.
         if (o.last !== undefined && rows.length > o.last * 2) rows.splice(0, rows.length - o.last);

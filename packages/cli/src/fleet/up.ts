@@ -53,114 +53,32 @@ export function fleetUpCommand() {
     .addOption(new Option('-o, --output <format>', 'summary format').choices(OUTPUT_FORMATS).default('table' as const))
     .action(async (o) => {
       const timeoutMs = parseDurationMs(o.timeout);
-      const shard = o.shard ? parseShard(o.shard) : undefined;
-      const fleet = loadFleetFile(o.file);
-      const targets = renderTargets(fleet);
-      const byName = new Map(targets.map((t) => [t.name, t]));
-      const waves: Wave<FleetTarget>[] = shardWaves(
-        assignWaves(fleet.file, fleet.fleet).map((w) => ({ ...w, clusters: w.clusters.map((n) => byName.get(n)!) })),
-        shard,
-      );
-      const mine = waves.flatMap((w) => w.clusters);
-      // Every manifest set is checked before anything starts: a refused cluster means nothing is half-applied.
-      const facts = new Map<string, PlanFacts>(mine.map((t) => [t.name, planFacts(t.loaded)]));
-      const concurrency = o.concurrency ?? fleet.fleet.concurrency;
-      const budget = budgetCount(fleet.fleet.failureBudget, mine.length);
-      const management = o.managementKubeconfig ? clientsFromKubeconfigFile(o.managementKubeconfig) : undefined;
-      if (o.engine === 'job' && !management)
-        throw new ConfigError('--engine job needs --management-kubeconfig: the Jobs run on the management cluster');
-
-      const operatorKubeconfig = operatorKubeconfigPath(o.kubeconfig, process.env);
-      // Every cluster's credential source must resolve before anything starts (a missing context or Secret is bad
-      // input, not a failed handoff).
-      if (o.engine === 'local') {
-        for (const t of mine)
-          await targetClients(t, { operatorKubeconfig, management }).catch((err: unknown) => {
-            if (err instanceof ConfigError && !err.message.includes(`cluster "${t.name}"`))
-              throw new ConfigError(`${fleet.file}: cluster "${t.name}": ${err.message}`, { cause: err });
-            throw err;
-          });
-      }
-
-      const now = systemClock.now();
-      const fleetRunId = newFleetRunId(now);
-      const first = mine[0] ?? targets[0]!;
-      const logFile = join(dirname(first.loaded.plan.journalDir), 'logs', `${fleetRunId}.log`);
+      const plan = await planFleetUp(o);
+      const { fleet, waves, mine, shard, concurrency, budget } = plan;
+      const fleetRunId = newFleetRunId(systemClock.now());
+      const logFile = join(dirname(plan.first.loaded.plan.journalDir), 'logs', `${fleetRunId}.log`);
       const view = createFleetView({
         out: process.stderr,
         waves,
         budget,
-        facts: (c) => facts.get(c),
+        facts: (c) => plan.facts.get(c),
         steps: mine.length <= 50,
       });
       const { log, path } = createRunLog({ verbose: o.verbose, file: logFile, onRecord: (r) => view.onRecord(r) });
       process.stderr.write(
         `fleet ${fleet.name}: ${mine.length} cluster(s) in ${waves.length} wave(s)${shard ? ` (shard ${shard.index}/${shard.count})` : ''}, concurrency ${concurrency}, failure budget ${budget}, retries ${fleet.fleet.retries}; run ${fleetRunId}\n${path ? `full log: ${path}\n` : ''}`,
       );
-      const audit = await openFleetAudit({ ...first.loaded.plan.audit, fleetRunId });
+      const audit = await openFleetAudit({ ...plan.first.loaded.plan.audit, fleetRunId });
       const ac = new AbortController();
-      // The listener stays for the whole run: a second Ctrl-C must not kill the process before every running handoff
-      // has revoked.
-      const onSignal = (sig: NodeJS.Signals) => {
-        if (!ac.signal.aborted)
-          ac.abort(new Error(`received ${sig}; running handoffs revoke, prove and record before exit`));
-        else
-          log.warn({ signal: sig }, 'still revoking, proving and recording; baton exits once every credential is dead');
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      const username = process.env.BATON_GIT_USERNAME;
-      const password = process.env.BATON_GIT_PASSWORD;
-      const gitAuth = username && password ? { username, password } : undefined;
+      const detachSignals = abortOnSignals(ac, log);
       const timer = setTimeout(
         () => ac.abort(new TimeoutError(`baton fleet up --timeout ${o.timeout} reached`)),
         timeoutMs,
       );
       let result: FleetResult<HandoffSummary> | undefined;
       try {
-        const common = {
-          waves,
-          concurrency,
-          budget,
-          retries: fleet.fleet.retries,
-          clock: systemClock,
-          signal: ac.signal,
-          onEvent: (e: FleetProgressEvent) => view.onEvent(e),
-        };
-        const execute =
-          o.engine === 'local'
-            ? () =>
-                runFleet<FleetTarget, HandoffSummary>({
-                  ...common,
-                  handoff: localHandoff({
-                    depsFor: async (t, signal) =>
-                      createHandoffDeps(t.loaded, await targetClients(t, { operatorKubeconfig, management }), {
-                        via: 'fleet',
-                        ...(gitAuth ? { gitAuth } : {}),
-                        overrides: { log, signal, audit: audit.sink, onStep: (step) => view.onStep(t.name, step) },
-                      }),
-                  }),
-                })
-            : () => {
-                const job = fleet.fleet.job;
-                if (!job)
-                  throw new ConfigError(
-                    `${fleet.file}: --engine job needs a job section (image, namespace, serviceAccountName) in the fleet file`,
-                  );
-                return runJobFleet({
-                  ...common,
-                  log,
-                  management: management!,
-                  namespace: job.namespace,
-                  image: job.image,
-                  serviceAccountName: job.serviceAccountName,
-                  ...(job.podLabels ? { podLabels: job.podLabels } : {}),
-                  fleetRunId,
-                  sink: audit.sink,
-                });
-              };
         const run = await runRecordedFleet<HandoffSummary>({
-          execute,
+          execute: fleetEngine(o.engine, plan, { fleetRunId, log, audit, view, signal: ac.signal }),
           fleet,
           waves,
           shard,
@@ -180,11 +98,172 @@ export function fleetUpCommand() {
       } finally {
         if (!result) await view.close(undefined);
         clearTimeout(timer);
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        detachSignals();
         await audit.close();
       }
     });
+}
+
+/** The flags of `baton fleet up` that shape the run. */
+interface FleetUpFlags {
+  readonly file: string;
+  readonly engine: 'local' | 'job';
+  readonly kubeconfig?: string | undefined;
+  readonly managementKubeconfig?: string | undefined;
+  readonly shard?: string | undefined;
+  readonly concurrency?: number | undefined;
+}
+
+/** What `fleet up` settles before any handoff starts. */
+interface FleetUpPlan {
+  readonly fleet: ReturnType<typeof loadFleetFile>;
+  readonly waves: Wave<FleetTarget>[];
+  /** The clusters of this shard, in wave order. */
+  readonly mine: FleetTarget[];
+  /** Whose plan names the journal and audit log of the fleet run. */
+  readonly first: FleetTarget;
+  readonly facts: ReadonlyMap<string, PlanFacts>;
+  readonly shard: ReturnType<typeof parseShard> | undefined;
+  readonly concurrency: number;
+  readonly budget: number;
+  readonly management: ReturnType<typeof clientsFromKubeconfigFile> | undefined;
+  readonly operatorKubeconfig: ReturnType<typeof operatorKubeconfigPath>;
+}
+
+/**
+ * Loads the fleet file and checks everything that is bad input rather than a failed handoff, before anything starts:
+ * every manifest set (a refused cluster means nothing is half-applied), the engine's needs, every credential source.
+ * @throws ConfigError naming the fleet file and cluster.
+ */
+async function planFleetUp(o: FleetUpFlags): Promise<FleetUpPlan> {
+  const shard = o.shard ? parseShard(o.shard) : undefined;
+  const fleet = loadFleetFile(o.file);
+  const targets = renderTargets(fleet);
+  const byName = new Map(targets.map((t) => [t.name, t]));
+  const waves: Wave<FleetTarget>[] = shardWaves(
+    assignWaves(fleet.file, fleet.fleet).map((w) => ({ ...w, clusters: w.clusters.map((n) => byName.get(n)!) })),
+    shard,
+  );
+  const mine = waves.flatMap((w) => w.clusters);
+  const facts = new Map<string, PlanFacts>(mine.map((t) => [t.name, planFacts(t.loaded)]));
+  const management = o.managementKubeconfig ? clientsFromKubeconfigFile(o.managementKubeconfig) : undefined;
+  if (o.engine === 'job' && !management)
+    throw new ConfigError('--engine job needs --management-kubeconfig: the Jobs run on the management cluster');
+  const operatorKubeconfig = operatorKubeconfigPath(o.kubeconfig, process.env);
+  if (o.engine === 'local') {
+    for (const t of mine) await resolveCredentialSource(fleet.file, t, operatorKubeconfig, management);
+  }
+  return {
+    fleet,
+    waves,
+    mine,
+    first: mine[0] ?? targets[0]!,
+    facts,
+    shard,
+    concurrency: o.concurrency ?? fleet.fleet.concurrency,
+    budget: budgetCount(fleet.fleet.failureBudget, mine.length),
+    management,
+    operatorKubeconfig,
+  };
+}
+
+/** @throws ConfigError naming the fleet file and cluster when its context or Secret does not resolve. */
+async function resolveCredentialSource(
+  file: string,
+  t: FleetTarget,
+  operatorKubeconfig: FleetUpPlan['operatorKubeconfig'],
+  management: FleetUpPlan['management'],
+): Promise<void> {
+  await targetClients(t, { operatorKubeconfig, management }).catch((err: unknown) => {
+    if (err instanceof ConfigError && !err.message.includes(`cluster "${t.name}"`))
+      throw new ConfigError(`${file}: cluster "${t.name}": ${err.message}`, { cause: err });
+    throw err;
+  });
+}
+
+/** What the engines share with the rest of the run. */
+interface FleetRunContext {
+  readonly fleetRunId: string;
+  readonly log: ReturnType<typeof createRunLog>['log'];
+  readonly audit: Awaited<ReturnType<typeof openFleetAudit>>;
+  readonly view: ReturnType<typeof createFleetView>;
+  readonly signal: AbortSignal;
+}
+
+/** The chosen engine, ready to run the waves: handoffs in this process, or Indexed Jobs on the management cluster. */
+function fleetEngine(
+  engine: FleetUpFlags['engine'],
+  plan: FleetUpPlan,
+  run: FleetRunContext,
+): () => Promise<FleetResult<HandoffSummary>> {
+  const { fleet, management, operatorKubeconfig } = plan;
+  const common = {
+    waves: plan.waves,
+    concurrency: plan.concurrency,
+    budget: plan.budget,
+    retries: fleet.fleet.retries,
+    clock: systemClock,
+    signal: run.signal,
+    onEvent: (e: FleetProgressEvent) => run.view.onEvent(e),
+  };
+  if (engine === 'local') {
+    const username = process.env.BATON_GIT_USERNAME;
+    const password = process.env.BATON_GIT_PASSWORD;
+    const gitAuth = username && password ? { username, password } : undefined;
+    return () =>
+      runFleet<FleetTarget, HandoffSummary>({
+        ...common,
+        handoff: localHandoff({
+          depsFor: async (t, signal) =>
+            createHandoffDeps(t.loaded, await targetClients(t, { operatorKubeconfig, management }), {
+              via: 'fleet',
+              ...(gitAuth ? { gitAuth } : {}),
+              overrides: {
+                log: run.log,
+                signal,
+                audit: run.audit.sink,
+                onStep: (step) => run.view.onStep(t.name, step),
+              },
+            }),
+        }),
+      });
+  }
+  return () => {
+    const job = fleet.fleet.job;
+    if (!job)
+      throw new ConfigError(
+        `${fleet.file}: --engine job needs a job section (image, namespace, serviceAccountName) in the fleet file`,
+      );
+    return runJobFleet({
+      ...common,
+      log: run.log,
+      management: management!,
+      namespace: job.namespace,
+      image: job.image,
+      serviceAccountName: job.serviceAccountName,
+      ...(job.podLabels ? { podLabels: job.podLabels } : {}),
+      fleetRunId: run.fleetRunId,
+      sink: run.audit.sink,
+    });
+  };
+}
+
+/**
+ * SIGINT and SIGTERM abort the run; the listener stays for the whole run, so a second Ctrl-C does not kill the
+ * process before every running handoff has revoked. Returns what removes the listeners.
+ */
+function abortOnSignals(ac: AbortController, log: FleetRunContext['log']): () => void {
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (!ac.signal.aborted)
+      ac.abort(new Error(`received ${sig}; running handoffs revoke, prove and record before exit`));
+    else log.warn({ signal: sig }, 'still revoking, proving and recording; baton exits once every credential is dead');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
 }
 
 function printResult(

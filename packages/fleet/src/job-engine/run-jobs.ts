@@ -2,7 +2,7 @@ import type { HandoffRecord } from '@baton/audit';
 import type { AuditSink, Clock, HandoffSummary, Logger } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { type KubeClients, kubeCall } from '@baton/kube';
-import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import type { FleetTarget } from '../cluster-plans.js';
 import type { ClusterResult, FleetProgressEvent, FleetResult } from '../orchestrator.js';
 import { FleetOutcome } from '../orchestrator.js';
@@ -112,9 +112,40 @@ async function runWave(
   wave: Wave<FleetTarget>,
   budgetLeft: number,
 ): Promise<ClusterResult<HandoffSummary>[]> {
-  const emit = o.onEvent ?? (() => {});
   const name = `${o.fleetRunId}-w${wave.index}`.slice(0, 63);
-  const targets: ShardTarget[] = wave.clusters.map((t) => {
+  const targets = shardTargets(wave);
+  const journals = targets.map((t) => new TargetJournal(o.management, o.namespace, t.cluster));
+  await submitWaveJob(o, batch, { name, wave, targets, journals }, budgetLeft);
+  const { started, finished } = await watchWaveJob(o, batch, { name, wave, targets, journals });
+  await serveRecords(o, journals);
+  return targets.map(
+    (t, i) =>
+      finished.get(i) ??
+      (started.has(i)
+        ? {
+            name: t.cluster,
+            wave: wave.index,
+            status: 'aborted',
+            attempts: started.get(i)!.size,
+            durationMs: 0,
+            error: 'the wave Job ended before this index finished',
+          }
+        : notStartedResult(t.cluster, wave.index)),
+  );
+}
+
+/** One wave as Kubernetes sees it: its Job and ConfigMap name, and one shard (completion index) per cluster. */
+interface WaveJob {
+  readonly name: string;
+  readonly wave: Wave<FleetTarget>;
+  readonly targets: readonly ShardTarget[];
+  /** By completion index: where each shard keeps its progress and asks for its record to be signed. */
+  readonly journals: readonly TargetJournal[];
+}
+
+/** What each shard reads from the wave's ConfigMap: its cluster, plan and kubeconfig Secret. */
+function shardTargets(wave: Wave<FleetTarget>): ShardTarget[] {
+  return wave.clusters.map((t) => {
     const k = t.kubeconfig as Extract<FleetTarget['kubeconfig'], { kind: 'secret' }>;
     return {
       cluster: t.name,
@@ -123,7 +154,11 @@ async function runWave(
       secretRef: { namespace: k.namespace, name: k.name, key: k.key, ...(k.context ? { context: k.context } : {}) },
     };
   });
-  const journals = targets.map((t) => new TargetJournal(o.management, o.namespace, t.cluster));
+}
+
+/** Creates the wave's ConfigMap of targets and its Indexed Job. */
+async function submitWaveJob(o: JobFleetOptions, batch: BatchV1Api, w: WaveJob, budgetLeft: number): Promise<void> {
+  const { name, wave, targets } = w;
   await kubeCall(`create ConfigMap ${o.namespace}/${name} (the targets of wave ${wave.index + 1})`, () =>
     o.management.core.createNamespacedConfigMap({
       namespace: o.namespace,
@@ -134,7 +169,7 @@ async function runWave(
     }),
   );
   // A summary left by an earlier run must not be taken for this one's.
-  for (const j of journals) await j.update((d) => (d.summary ? { ...d, summary: undefined } : undefined));
+  for (const j of w.journals) await j.update((d) => (d.summary ? { ...d, summary: undefined } : undefined));
   const job = buildWaveJob({
     name,
     namespace: o.namespace,
@@ -152,77 +187,88 @@ async function runWave(
   await kubeCall(`create Job ${o.namespace}/${name}`, () =>
     batch.createNamespacedJob({ namespace: o.namespace, body: job }),
   );
+}
+
+/**
+ * Follows the wave's Job until it finishes (or, once the run is aborted and the Job suspended, until no pod runs),
+ * signing records as shards ask and reporting each index as it starts and ends.
+ * @returns the pod uids seen per index (attempts), and the result of each index that ended.
+ */
+async function watchWaveJob(
+  o: JobFleetOptions,
+  batch: BatchV1Api,
+  w: WaveJob,
+): Promise<{ started: Map<number, Set<string>>; finished: Map<number, ClusterResult<HandoffSummary>> }> {
+  const emit = o.onEvent ?? (() => {});
+  const { name, wave } = w;
   const startMs = o.clock.monotonicMs();
   const started = new Map<number, Set<string>>();
   const finished = new Map<number, ClusterResult<HandoffSummary>>();
   let suspended = false;
   for (;;) {
-    await serveRecords(o, journals);
+    await serveRecords(o, w.journals);
     const current = await batch.readNamespacedJobStatus({ name, namespace: o.namespace });
     const pods = await o.management.core.listNamespacedPod({
       namespace: o.namespace,
       labelSelector: `job-name=${name}`,
     });
-    for (const p of pods.items) {
-      const i = Number(p.metadata?.annotations?.['batch.kubernetes.io/job-completion-index']);
-      if (!Number.isInteger(i) || !p.metadata?.uid) continue;
-      const seen = started.get(i) ?? new Set<string>();
-      if (seen.size === 0)
-        emit({ type: 'cluster-started', wave: wave.index, cluster: targets[i]!.cluster, attempt: 1 });
-      seen.add(p.metadata.uid);
-      started.set(i, seen);
+    for (const i of notePods(pods.items, started)) {
+      emit({ type: 'cluster-started', wave: wave.index, cluster: w.targets[i]!.cluster, attempt: 1 });
     }
-    const done = parseIndexes(current.status?.completedIndexes);
-    const failed = parseIndexes(current.status?.failedIndexes ?? undefined);
-    const ended: [number, 'done' | 'failed'][] = [
-      ...[...done].map((i): [number, 'done'] => [i, 'done']),
-      ...[...failed].map((i): [number, 'failed'] => [i, 'failed']),
-    ];
-    for (const [i, set] of ended) {
+    for (const [i, set] of endedIndexes(current)) {
       if (finished.has(i)) continue;
-      const r = await indexResult(
-        journals[i]!,
-        wave.index,
-        set,
-        started.get(i)?.size ?? 1,
-        o.clock.monotonicMs() - startMs,
-      );
+      const attempts = started.get(i)?.size ?? 1;
+      const r = await indexResult(w.journals[i]!, wave.index, set, attempts, o.clock.monotonicMs() - startMs);
       finished.set(i, r);
       emit({ type: 'cluster-finished', wave: wave.index, result: r });
     }
     if (isFinished(current)) break;
     if (o.signal?.aborted && !suspended) {
-      // Suspending deletes the running pods: their shards get SIGTERM and still revoke, prove and record.
-      await batch
-        .readNamespacedJob({ name, namespace: o.namespace })
-        .then((j) =>
-          batch.replaceNamespacedJob({
-            name,
-            namespace: o.namespace,
-            body: { ...j, spec: { ...j.spec!, suspend: true } },
-          }),
-        )
-        .catch((err: unknown) => o.log.warn({ err: String(err) }, 'could not suspend the wave Job'));
+      await suspendJob(o, batch, name);
       suspended = true;
     }
     if (suspended && pods.items.every((p) => p.status?.phase !== 'Running' && p.status?.phase !== 'Pending')) break;
     await o.clock.sleep(o.pollIntervalMs ?? 1000);
   }
-  await serveRecords(o, journals);
-  return targets.map(
-    (t, i) =>
-      finished.get(i) ??
-      (started.has(i)
-        ? {
-            name: t.cluster,
-            wave: wave.index,
-            status: 'aborted',
-            attempts: started.get(i)!.size,
-            durationMs: 0,
-            error: 'the wave Job ended before this index finished',
-          }
-        : notStartedResult(t.cluster, wave.index)),
-  );
+  return { started, finished };
+}
+
+/** Records each pod's uid under its completion index; returns the indexes seen for the first time. */
+function notePods(pods: readonly V1Pod[], started: Map<number, Set<string>>): number[] {
+  const first: number[] = [];
+  for (const p of pods) {
+    const i = Number(p.metadata?.annotations?.['batch.kubernetes.io/job-completion-index']);
+    if (!Number.isInteger(i) || !p.metadata?.uid) continue;
+    const seen = started.get(i) ?? new Set<string>();
+    if (seen.size === 0) first.push(i);
+    seen.add(p.metadata.uid);
+    started.set(i, seen);
+  }
+  return first;
+}
+
+/** The completed and failed indexes of a Job. */
+function endedIndexes(job: V1Job): [number, 'done' | 'failed'][] {
+  const done = parseIndexes(job.status?.completedIndexes);
+  const failed = parseIndexes(job.status?.failedIndexes ?? undefined);
+  return [
+    ...[...done].map((i): [number, 'done'] => [i, 'done']),
+    ...[...failed].map((i): [number, 'failed'] => [i, 'failed']),
+  ];
+}
+
+/** Suspending deletes the running pods: their shards get SIGTERM and still revoke, prove and record. */
+async function suspendJob(o: JobFleetOptions, batch: BatchV1Api, name: string): Promise<void> {
+  await batch
+    .readNamespacedJob({ name, namespace: o.namespace })
+    .then((j) =>
+      batch.replaceNamespacedJob({
+        name,
+        namespace: o.namespace,
+        body: { ...j, spec: { ...j.spec!, suspend: true } },
+      }),
+    )
+    .catch((err: unknown) => o.log.warn({ err: String(err) }, 'could not suspend the wave Job'));
 }
 
 function defaultShardArgs(waveConfig: string, namespace: string): string[] {

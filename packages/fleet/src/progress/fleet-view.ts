@@ -59,39 +59,58 @@ export function createFleetView(o: FleetViewOptions): FleetView {
   };
   const budget = { allowed: o.budget, failed: 0 };
   const tty = o.isTTY ?? o.out.isTTY === true;
-  if (!tty) {
-    const line = (s: string) => o.out.write(`${s}\n`);
-    const showSteps = o.steps ?? true;
-    return {
-      onEvent(e) {
-        if (e.type === 'wave-started')
+  if (!tty) return plainFleetView(o, tracker, budget, now);
+  return liveFleetView(o, tracker, budget, now);
+}
+
+/** Plain lines for a log or a pipe: wave start and end, each cluster's steps (prefixed with its name), outcomes. */
+function plainFleetView(
+  o: FleetViewOptions,
+  tracker: (c: string) => StepTracker,
+  budget: { allowed: number; failed: number },
+  now: () => number,
+): FleetView {
+  const line = (s: string) => o.out.write(`${s}\n`);
+  const showSteps = o.steps ?? true;
+  const clusterFinished = (r: ClusterResult) => {
+    if (r.status === 'failed' || r.status === 'aborted') budget.failed++;
+    const last = tracker(r.name).finish(undefined, now());
+    if (last && showSteps) line(`  [${r.name}] ${formatStep(last)}`);
+    line(clusterLine(r));
+  };
+  return {
+    onEvent(e) {
+      switch (e.type) {
+        case 'wave-started':
           line(
             `wave ${e.wave + 1}/${o.waves.length} ${e.name}: ${e.clusters.length} cluster(s); ${budgetText(budget)}`,
           );
-        else if (e.type === 'cluster-retrying')
+          break;
+        case 'cluster-retrying':
           line(
             `${e.cluster} attempt ${e.attempt} failed (${e.error ?? '?'}); retrying in ${formatDuration(e.delayMs)}`,
           );
-        else if (e.type === 'cluster-finished') {
-          if (e.result.status === 'failed' || e.result.status === 'aborted') budget.failed++;
-          const last = tracker(e.result.name).finish(undefined, now());
-          if (last && showSteps) line(`  [${e.result.name}] ${formatStep(last)}`);
-          line(clusterLine(e.result));
-        } else if (e.type === 'wave-finished')
+          break;
+        case 'cluster-finished':
+          clusterFinished(e.result);
+          break;
+        case 'wave-finished':
           line(`wave ${e.wave + 1}/${o.waves.length} ${e.name} finished; ${budgetText(e.budget)}`);
-        else if (e.type === 'halted') line(`halted: ${e.reason}; nothing new starts, running handoffs finish`);
-      },
-      onStep(cluster, step) {
-        const ended = tracker(cluster).enter(step, now());
-        if (ended && showSteps) line(`  [${cluster}] ${formatStep(ended)}`);
-      },
-      onRecord(r) {
-        if (typeof r.cluster === 'string') tracker(r.cluster).observe(r);
-      },
-      async close() {},
-    };
-  }
-  return liveFleetView(o, tracker, budget, now);
+          break;
+        case 'halted':
+          line(`halted: ${e.reason}; nothing new starts, running handoffs finish`);
+          break;
+      }
+    },
+    onStep(cluster, step) {
+      const ended = tracker(cluster).enter(step, now());
+      if (ended && showSteps) line(`  [${cluster}] ${formatStep(ended)}`);
+    },
+    onRecord(r) {
+      if (typeof r.cluster === 'string') tracker(r.cluster).observe(r);
+    },
+    async close() {},
+  };
 }
 
 function liveFleetView(

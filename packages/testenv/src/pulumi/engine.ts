@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { BuildError } from '@baton/errors';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from '../go-build.js';
@@ -33,11 +34,11 @@ export interface PulumiEngine {
   /** Absolute path of `pulumi-resource-kubernetes`. */
   readonly kubernetesProvider: string;
   /**
-   * Absolute path of `pulumi-language-nodejs`, or null: the Go module proxy serves no version of
-   * `github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3`, and its code is all in a main package,
-   * so it cannot be built here without copying upstream source. Automation API inline programs do not need it.
+   * Absolute path of `pulumi-language-nodejs` next to the CLI: a shim that starts the test bed's own host
+   * (`bin/pulumi-language-nodejs.mjs`), since the Go module proxy serves no version of Pulumi's. With it, a
+   * `runtime: nodejs` project runs from a shell (`pulumi preview/up/refresh/destroy`).
    */
-  readonly languageHost: string | null;
+  readonly languageHost: string;
   /** The pinned versions, as `pulumi version` and the provider report them. */
   readonly versions: typeof PULUMI_VERSIONS;
   /** The two builds (CLI, provider) with their build seconds, peak RSS and binary sizes. */
@@ -98,13 +99,14 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
     };
     const cli = await ensureGoBuild(cliSpec(), opts);
     await bundleDynamicProviderPlugin(cli.dir);
+    const languageHost = await installLanguageHost(cli.dir);
     const providerDir = await stageProviderModule(join(cacheDir, 'src'));
     const provider = await ensureGoBuild(providerSpec(providerDir), opts);
     return {
       cliRoot: cli.dir,
       pulumi: cli.binaries.pulumi!,
       kubernetesProvider: provider.binaries['pulumi-resource-kubernetes']!,
-      languageHost: null,
+      languageHost,
       versions: PULUMI_VERSIONS,
       builds: [cli, provider],
     };
@@ -117,6 +119,29 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
     });
   }
   return run;
+}
+
+const LANGUAGE_HOST_SCRIPT = fileURLToPath(new URL('../../bin/pulumi-language-nodejs.mjs', import.meta.url));
+
+/**
+ * Puts the `pulumi-language-nodejs` shim next to the CLI, where the engine finds a bundled language host even with
+ * PULUMI_IGNORE_AMBIENT_PLUGINS set. The CLI directory is shared by every checkout using this cache, so the shim is
+ * rewritten whenever it points at another checkout's script or another node.
+ */
+async function installLanguageHost(cliDir: string): Promise<string> {
+  const target = join(cliDir, 'bin', 'pulumi-language-nodejs');
+  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const shim = [
+    '#!/bin/sh',
+    "# baton's test-bed Node.js language host (@baton/testenv bin/pulumi-language-nodejs.mjs).",
+    `exec ${quote(process.execPath)} ${quote(LANGUAGE_HOST_SCRIPT)} "$@"`,
+    '',
+  ].join('\n');
+  if ((await readFile(target, 'utf8').catch(() => null)) === shim) return target;
+  const staging = `${target}.${process.pid}.tmp`;
+  await writeFile(staging, shim, { mode: 0o755 });
+  await rename(staging, target);
+  return target;
 }
 
 /**

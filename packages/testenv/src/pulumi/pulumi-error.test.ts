@@ -44,7 +44,7 @@ describe('explainPulumiError', () => {
     );
   });
 
-  it('says why a shell `pulumi up` of a Node.js project cannot run here', () => {
+  it('says how to get the Node.js language host back when the CLI cannot find it', () => {
     const err = explainPulumiError(
       commandError(
         'CommandError',
@@ -53,7 +53,9 @@ describe('explainPulumiError', () => {
       { operation: 'preview' },
     );
     expect(err).toBeInstanceOf(BuildError);
-    expect(err.message).toMatch(/language host .* not available.*Automation API/);
+    expect(err.message).toMatch(
+      /language host \(pulumi-language-nodejs\) is not next to the pulumi CLI.*pnpm baton testenv build/,
+    );
   });
 
   it('names the unreachable server', () => {

@@ -48,7 +48,7 @@ export function explainPulumiError(err: unknown, context: PulumiErrorContext = {
   }
   if (text.includes("no language plugin 'pulumi-language-nodejs' found")) {
     return new BuildError(
-      `${what} failed: the Node.js language host (pulumi-language-nodejs) is not available: the Go module proxy serves no version of its module, so baton's engine has none, and \`pulumi up\` from a shell in a project directory cannot start a Node.js program; run the program inline through Automation API (LocalWorkspace with \`program\`, as test/integration/pulumi does), or install a pulumi-language-nodejs binary next to the pulumi CLI`,
+      `${what} failed: the Node.js language host (pulumi-language-nodejs) is not next to the pulumi CLI: the Go module proxy serves no version of Pulumi's, so baton's test bed installs its own there when it builds the engine; run \`pnpm baton testenv build\` (ensurePulumiEngine writes the shim again), or put Pulumi's own pulumi-language-nodejs next to the CLI`,
       { cause: err, details },
     );
   }
