@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +28,7 @@ const savedNodeOptions = process.env.NODE_OPTIONS;
 const printed: string[] = [];
 
 async function cli(args: readonly string[]): Promise<PulumiRunResult> {
-  const r = await env.run(args, { cwd: STACK_DIR, stack: STACK });
+  const r = await env.run([...args, '--stack', STACK], { cwd: STACK_DIR, stack: STACK });
   printed.push(r.stdout, r.stderr);
   return r;
 }
@@ -47,8 +48,28 @@ async function cliFailing(args: readonly string[]): Promise<string> {
   return outcome;
 }
 
+/**
+ * `pulumi config set` with the value on stdin, never in argv: a failing CLI's error quotes its arguments, and a value
+ * may start with a dash.
+ */
 async function setConfig(key: string, value: string, secret = false): Promise<void> {
-  await cli(['config', 'set', ...(secret ? ['--secret'] : []), key, '--', value]);
+  const args = ['config', 'set', ...(secret ? ['--secret'] : []), key, '--stack', STACK, '--non-interactive'];
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(env.engine.pulumi, args, {
+      cwd: STACK_DIR,
+      env: { ...process.env, ...env.envVars },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`pulumi ${args.join(' ')} exited with ${code}: ${stderr}`)),
+    );
+    child.stdin.end(value);
+  });
 }
 
 async function stackOutput<T>(name: string): Promise<T> {
@@ -124,7 +145,7 @@ beforeAll(async () => {
   // The program and the dynamic-provider host load baton's packages from source, as every test does.
   process.env.NODE_OPTIONS = `--conditions=@baton/source --import ${join(rootNodeModules, 'tsx', 'dist', 'loader.mjs')}`;
   env = await pulumiEnv();
-  await cli(['stack', 'init', STACK]);
+  await env.run(['stack', 'init', STACK], { cwd: STACK_DIR });
   await setConfig('kubeconfig', kubeconfig, true);
   await setConfig('clusterName', 'pulumi-local');
   await setConfig('gitUrl', side.git.repoUrl('cluster-config'));
