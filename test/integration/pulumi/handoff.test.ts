@@ -280,13 +280,14 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
     expect(state).toContain('"ciphertext"');
   });
 
-  it('hands off anew with `pulumi up --replace`', async () => {
+  it('runs a new handoff on `pulumi up --replace`, which finds the cluster already pulling the declared revision', async () => {
     const before = await stackOutput<StackReceipt>('receipt');
     const urn = `urn:pulumi:${STACK}::${PROJECT}::baton:index:Handoff$${RUN_TYPE}::pulumi-local`;
     await cli(['up', '--yes', '--replace', urn]);
     const after = await stackOutput<StackReceipt>('receipt');
     expect(after.runId).not.toBe(before.runId);
-    // The cluster is already pulling the declared revision: the new run mints and pushes nothing.
+    // Core's receipt check: the cluster already pulls the declared revision, so the new run mints and pushes nothing
+    // (a replacement with another Git source would need core to hand a handed-off cluster off again).
     expect(after.outcome).toBe('already-handed-off');
   });
 
