@@ -1,3 +1,4 @@
+import { clientsFromKubeConfig } from '@baton/kube';
 import * as k8s from '@kubernetes/client-node';
 
 /** Clients for the admin kubeconfig of a test cluster. */
@@ -22,16 +23,9 @@ export function tokenClients(kubeconfigPath: string, token: string) {
   return clientsFor(kc);
 }
 
+/** The same clients baton builds (one factory), so a test reads objects exactly as the product does. */
 function clientsFor(kc: k8s.KubeConfig) {
-  return {
-    kc,
-    core: kc.makeApiClient(k8s.CoreV1Api),
-    apps: kc.makeApiClient(k8s.AppsV1Api),
-    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
-    authn: kc.makeApiClient(k8s.AuthenticationV1Api),
-    authz: kc.makeApiClient(k8s.AuthorizationV1Api),
-    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
-  };
+  return clientsFromKubeConfig(kc);
 }
 
 /** The HTTP status of a failed client-node call (ApiException.code), or 0 when it is not an API error. */

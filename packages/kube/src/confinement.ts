@@ -1,5 +1,4 @@
 import { ConfinementError } from '@baton/errors';
-import { PatchStrategy } from '@kubernetes/client-node';
 import { celHas, celLiteral, celSelect } from './cel-literal.js';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
@@ -392,14 +391,7 @@ export function probeConfinement(confined: KubeClients, c: Confinement, namespac
  */
 export function probeClosed(confined: KubeClients, c: Confinement, planned: KubeObject): Promise<ConfinementProbe> {
   return deniedBy(c, CLOSED_MARK, () =>
-    confined.objects.patch(
-      { ...planned, metadata: { ...planned.metadata } },
-      undefined,
-      'All',
-      c.fieldManager,
-      false,
-      PatchStrategy.ServerSideApply,
-    ),
+    confined.objects.apply(planned, { fieldManager: c.fieldManager, dryRun: true }),
   );
 }
 

@@ -1,4 +1,3 @@
-import { PatchStrategy } from '@kubernetes/client-node';
 import type { ConfinedObject } from './confinement.js';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall } from './kube-error.js';
@@ -33,16 +32,9 @@ export async function expectedObjects(
   for (const o of objects.filter((x) => INSTALL_KINDS[x.kind])) {
     options.signal?.throwIfAborted();
     const answer = await kubeCall(`dry-run server-side apply of ${describeObject(o)}`, () =>
-      operator.objects.patch(
-        { ...o, metadata: { ...o.metadata } },
-        undefined,
-        'All',
-        options.fieldManager,
-        false,
-        PatchStrategy.ServerSideApply,
-      ),
+      operator.objects.apply(o, { fieldManager: options.fieldManager, dryRun: true }),
     );
-    stored.set(o, answer as unknown as KubeObject);
+    stored.set(o, answer);
   }
   const crds = objects.filter((x) => x.kind === 'CustomResourceDefinition').map((x) => stored.get(x)!);
   return objects.map((o) => {

@@ -1,5 +1,6 @@
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
+import { UntypedObjectApi } from './untyped-object-api.js';
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
 export interface KubeClients {
@@ -16,7 +17,8 @@ export interface KubeClients {
   readonly authz: k8s.AuthorizationV1Api;
   readonly coordination: k8s.CoordinationV1Api;
   readonly version: k8s.VersionApi;
-  readonly objects: k8s.KubernetesObjectApi;
+  /** Generic object API; its `apply` and `readUntyped` keep every field (client-node's models drop unknown ones). */
+  readonly objects: UntypedObjectApi;
 }
 
 /**
@@ -43,7 +45,7 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
     authz: kc.makeApiClient(k8s.AuthorizationV1Api),
     coordination: kc.makeApiClient(k8s.CoordinationV1Api),
     version: kc.makeApiClient(k8s.VersionApi),
-    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    objects: UntypedObjectApi.makeApiClient(kc),
   };
 }
 

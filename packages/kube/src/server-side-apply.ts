@@ -1,4 +1,3 @@
-import { PatchStrategy } from '@kubernetes/client-node';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 import { describeObject, type KubeObject } from './kube-object.js';
@@ -26,16 +25,9 @@ export async function serverSideApply(
   for (const o of objects) {
     options.signal?.throwIfAborted();
     const applied = await kubeCall(`server-side apply of ${describeObject(o)} as ${options.fieldManager}`, () =>
-      clients.objects.patch(
-        { ...o, metadata: { ...o.metadata } },
-        undefined,
-        undefined,
-        options.fieldManager,
-        options.force ?? false,
-        PatchStrategy.ServerSideApply,
-      ),
+      clients.objects.apply(o, { fieldManager: options.fieldManager, force: options.force ?? false }),
     );
-    out.push(applied as unknown as KubeObject);
+    out.push(applied);
   }
   return out;
 }
@@ -46,11 +38,11 @@ export async function readObject(
   ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>,
 ): Promise<KubeObject | undefined> {
   try {
-    return (await clients.objects.read({
+    return await clients.objects.readUntyped({
       apiVersion: ref.apiVersion,
       kind: ref.kind,
       metadata: { name: ref.metadata.name, ...(ref.metadata.namespace ? { namespace: ref.metadata.namespace } : {}) },
-    })) as unknown as KubeObject;
+    });
   } catch (err) {
     if (statusOf(err) === 404) return undefined;
     throw toKubeApiError(err, `read ${describeObject(ref)}`);

@@ -1,6 +1,13 @@
 import { loadTrustedKeys, verifyLog } from '@baton/audit';
 import { isOwnedBy, loadManifestSet, runHandoff } from '@baton/core';
-import { findBootstrapLeftovers, readObject } from '@baton/kube';
+import {
+  clientsFromKubeconfigFile,
+  expectedObjects,
+  findBootstrapLeftovers,
+  type KubeObject,
+  readObject,
+  serverSideApply,
+} from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
@@ -50,5 +57,38 @@ describe('baton up with baton-controller', () => {
     const text = captured.text() + JSON.stringify(s);
     expect(text).not.toMatch(JWT_PATTERN);
     for (const secret of env.secretValues) expect(text).not.toContain(secret);
+  });
+});
+
+describe("the push keeps a manifest's fields that client-node's models do not know", () => {
+  it('applies and reads a CRD with its schema defaults, enum and x-kubernetes-* keys, and a dry run answers them too', async () => {
+    const operator = clientsFromKubeconfigFile(cluster.kubeconfigPath);
+    const widget = {
+      type: 'object',
+      'x-kubernetes-preserve-unknown-fields': true,
+      properties: {
+        size: { type: 'string', enum: ['small', 'large'], default: 'small' },
+        replicas: { type: 'integer', default: 2 },
+      },
+    };
+    const crd: KubeObject = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.test.baton.dev' },
+      spec: {
+        group: 'test.baton.dev',
+        scope: 'Namespaced',
+        names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: widget } }],
+      },
+    };
+    const schemaOf = (o: KubeObject | undefined) =>
+      (o as unknown as { spec: { versions: { schema: { openAPIV3Schema: unknown } }[] } }).spec.versions[0]!.schema
+        .openAPIV3Schema;
+    const [dryRun] = await expectedObjects(operator, [crd], { fieldManager: 'baton-bootstrap' });
+    expect(schemaOf(dryRun!.expected)).toEqual(widget);
+    const [applied] = await serverSideApply(operator, [crd], { fieldManager: 'baton-bootstrap' });
+    expect(schemaOf(applied)).toEqual(widget);
+    expect(schemaOf(await readObject(operator, crd))).toEqual(widget);
   });
 });

@@ -56,7 +56,7 @@ describe('baton up on a fresh cluster', () => {
     const admin = adminClients(h.cluster.kubeconfigPath);
     const set = loadManifestSet(h.env.loaded.plan);
     for (const m of set.objects) {
-      const live = await readObject({ ...admin, server: '', caData: undefined } as never, m.object);
+      const live = await readObject(admin, m.object);
       expect(live, `${m.object.kind}/${m.object.metadata.name}`).toBeDefined();
       expect(
         isOwnedBy(live!, 'baton-controller', 'baton-bootstrap'),
