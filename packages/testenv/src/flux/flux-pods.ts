@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { LocalPod, LocalPodProcess, PodRunner, RunningPod } from '../pod-runner.js';
 import { startPodRunner } from '../pod-runner.js';
 import { freePorts } from '../ports.js';
@@ -33,7 +35,7 @@ export interface FluxPods {
  * registered), every listener on its own loopback port so clusters never collide, and leader election off
  * (controller-runtime finds the lease's namespace only in a mounted ServiceAccount; one replica runs here).
  */
-function fluxProcess(extra: (p: LocalPod, ports: number[]) => string[], portCount: number) {
+function fluxProcess(portCount: number, extra: (p: LocalPod, ports: number[]) => Promise<string[]> | string[]) {
   return async (p: LocalPod): Promise<LocalPodProcess> => {
     const ports = await freePorts(portCount);
     return {
@@ -41,7 +43,7 @@ function fluxProcess(extra: (p: LocalPod, ports: number[]) => string[], portCoun
         `--metrics-addr=127.0.0.1:${ports[0]}`,
         `--health-addr=127.0.0.1:${ports[1]}`,
         '--enable-leader-election=false',
-        ...extra(p, ports),
+        ...(await extra(p, ports)),
       ],
       // Their /tmp emptyDir: checkouts and downloads go to the pod's own directory, removed with the pod.
       env: { KUBECONFIG: p.kubeconfigPath, TMPDIR: p.workDir, TUF_ROOT: `${p.workDir}/.sigstore` },
@@ -68,14 +70,15 @@ export async function startFluxPods(options: StartFluxPodsOptions): Promise<Flux
         ...common,
         imagePrefix: FLUX_IMAGES.sourceController,
         command: [options.controllers.sourceController],
-        localProcess: fluxProcess(
-          (p, ports) => [
-            `--storage-path=${p.workDir}/data`,
+        localProcess: fluxProcess(3, async (p, ports) => {
+          // Its /data emptyDir: the storage path must exist before it starts ("invalid dir path").
+          await mkdir(join(p.workDir, 'data'), { recursive: true });
+          return [
+            `--storage-path=${join(p.workDir, 'data')}`,
             `--storage-addr=127.0.0.1:${ports[2]}`,
             `--storage-adv-addr=127.0.0.1:${ports[2]}`,
-          ],
-          3,
-        ),
+          ];
+        }),
       }),
     );
     runners.push(
@@ -83,7 +86,7 @@ export async function startFluxPods(options: StartFluxPodsOptions): Promise<Flux
         ...common,
         imagePrefix: FLUX_IMAGES.kustomizeController,
         command: [options.controllers.kustomizeController],
-        localProcess: fluxProcess(() => [], 2),
+        localProcess: fluxProcess(2, () => []),
       }),
     );
   } catch (err) {
