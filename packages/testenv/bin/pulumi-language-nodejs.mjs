@@ -8,6 +8,7 @@
 // and the runner share the SDK's runtime state) under tsx, so TypeScript and ESM programs load without a build step.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 
 const ownRequire = createRequire(import.meta.url);
@@ -126,10 +127,34 @@ server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p
   process.stdout.write(`${port}\n`);
 });
 
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    for (const child of children) child.kill(signal);
-    server.forceShutdown();
-    process.exit(0);
-  });
+function shutDown(signal) {
+  for (const child of children) child.kill(signal);
+  server.forceShutdown();
+  process.exit(0);
 }
+
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => shutDown(signal));
+
+// As Pulumi's own plugins do (rpcutil.Healthcheck): when the engine is gone (a killed CLI), stop, and stop the
+// programs, instead of lingering as orphans.
+const [engineHost, enginePort] = [
+  engineAddress.slice(0, engineAddress.lastIndexOf(':')),
+  engineAddress.split(':').pop(),
+];
+let engineMisses = 0;
+const engineAnswers = () =>
+  new Promise((resolve) => {
+    const socket = connect({ host: engineHost || '127.0.0.1', port: Number(enginePort) });
+    const end = (answered) => {
+      socket.destroy();
+      resolve(answered);
+    };
+    socket.setTimeout(1000);
+    socket.once('connect', () => end(true));
+    socket.once('error', () => end(false));
+    socket.once('timeout', () => end(false));
+  });
+setInterval(async () => {
+  if (await engineAnswers()) engineMisses = 0;
+  else if (++engineMisses >= 3) shutDown('SIGTERM');
+}, 1000).unref();

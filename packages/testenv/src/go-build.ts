@@ -268,3 +268,30 @@ async function runLogged(
 function round(n: number): number {
   return Math.round(n * 10) / 10;
 }
+
+/**
+ * Downloads `module` at the version `wrapperDir`'s go.mod selects and resolves its directory in the module cache
+ * (upstream files a build needs beside the binary: a plugin script, CRDs, a schema).
+ * @throws BuildError naming the module, the wrapper and the command that retries.
+ */
+export async function goModuleDir(
+  wrapperDir: string,
+  module: string,
+  options: { readonly env?: NodeJS.ProcessEnv; readonly retry?: string } = {},
+): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync('go', ['mod', 'download', '-json', module], {
+      cwd: wrapperDir,
+      env: options.env ?? { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+      maxBuffer: 1 << 20,
+    });
+    const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
+    if (!info.Dir) throw new Error(info.Error ?? 'no directory reported');
+    return info.Dir;
+  } catch (err) {
+    throw new BuildError(
+      `downloading ${module} (as pinned in ${wrapperDir}/go.mod) failed: ${(err as Error).message.split('\n')[0]}; check that the Go module proxy is reachable (GOPROXY) and rerun \`${options.retry ?? 'pnpm baton testenv build'}\``,
+      { cause: err, details: { module } },
+    );
+  }
+}

@@ -4,6 +4,11 @@ export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plan
 export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
 export type { DetachedCluster } from './detached.js';
 export { startDetachedCluster } from './detached.js';
+// --- Flux's controllers, built on demand (issue 13) ---
+export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
+export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
+export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
+export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
 export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
 export { startGitServer } from './git-server.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
@@ -12,12 +17,11 @@ export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 export { cacheRoot, goModulesDir } from './paths.js';
-export type { PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
+export type { LocalPod, LocalPodProcess, PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
 export { startPodRunner } from './pod-runner.js';
 export type { PollOptions } from './poll.js';
 export { pollUntil } from './poll.js';
 export { freePorts } from './ports.js';
-
 // --- Pulumi engine and offline environment (issue 3) ---
 export type { EnsurePulumiEngineOptions, PulumiEngine } from './pulumi/engine.js';
 export { ensurePulumiEngine, PULUMI_VERSIONS } from './pulumi/engine.js';

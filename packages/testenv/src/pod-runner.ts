@@ -31,6 +31,30 @@ export interface StartPodRunnerOptions {
    * {@link POD_RUNNER_JOB_LABEL} so that kwok does not complete them itself. @default 'service'
    */
   readonly mode?: 'service' | 'job';
+  /**
+   * What the process gets after its container's args and env, in place of what a kubelet gives a pod (the mounted
+   * token, its ports, its volumes). Called at every start, so ports can be fresh.
+   * @default the baton controller's: `--kubeconfig`, `--identity`, `--port=0`, `--work-dir` (job mode: `--kubeconfig`)
+   */
+  readonly localProcess?: (pod: LocalPod) => Promise<LocalPodProcess> | LocalPodProcess;
+}
+
+/** A pod about to run as a local process: what {@link StartPodRunnerOptions.localProcess} may use. */
+export interface LocalPod {
+  readonly namespace: string;
+  readonly name: string;
+  /** Kubeconfig with the pod's bound ServiceAccount token (a token file that is rewritten as it rotates). */
+  readonly kubeconfigPath: string;
+  /** An empty directory of the pod's own (its emptyDir volumes), removed when the pod goes away. */
+  readonly workDir: string;
+}
+
+/** Arguments and environment a pod's local process gets beyond its container's. */
+export interface LocalPodProcess {
+  /** Appended after the container's args (for Go flag parsers the last value of a repeated flag wins). */
+  readonly args: readonly string[];
+  /** Added to the container's env. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** One pod that runs as a local process. */
@@ -95,6 +119,13 @@ interface Entry {
   /** Job mode: the exit was reported through pods/status. */
   reported?: boolean;
 }
+
+/** baton-controller's flags for its identity, ports and work directory. */
+const controllerProcess = (p: LocalPod): LocalPodProcess => ({
+  args: [`--kubeconfig=${p.kubeconfigPath}`, `--identity=${p.name}`, '--port=0', `--work-dir=${p.workDir}`],
+});
+
+const jobProcess = (p: LocalPod): LocalPodProcess => ({ args: [`--kubeconfig=${p.kubeconfigPath}`] });
 
 /** A container env var's value: a literal, or a fieldRef into the pod's metadata (what the kubelet resolves). */
 function envValue(pod: Pod, e: NonNullable<PodContainer['env']>[number]): string | undefined {
@@ -253,20 +284,22 @@ class LocalKubelet {
     const kubeconfig = join(dir, 'kubeconfig');
     await writeFile(kubeconfig, this.podKubeconfig(dir, token), { mode: 0o600 });
     const [cmd, ...lead] = this.options.command ?? DEFAULT_COMMAND;
+    const local = await (this.options.localProcess ?? (this.isJob ? jobProcess : controllerProcess))({
+      namespace: pod.metadata.namespace,
+      name: pod.metadata.name,
+      kubeconfigPath: kubeconfig,
+      workDir: join(dir, 'work'),
+    });
     const proc = await ManagedProcess.start({
       name: `pod ${key}`,
       command: cmd!,
-      args: [
-        ...lead,
-        ...(container.args ?? []),
-        `--kubeconfig=${kubeconfig}`,
-        ...(this.isJob ? [] : [`--identity=${pod.metadata.name}`, '--port=0', `--work-dir=${join(dir, 'work')}`]),
-      ],
+      args: [...lead, ...(container.args ?? []), ...local.args],
       logPath: join(dir, 'log'),
       cwd: this.options.cwd ?? REPO_ROOT,
       env: {
         ...process.env,
         ...containerEnv(pod, container),
+        ...local.env,
         POD_NAME: pod.metadata.name,
         POD_NAMESPACE: pod.metadata.namespace,
         BATON_OWNER_PID: String(process.pid),

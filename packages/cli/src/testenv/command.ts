@@ -2,7 +2,9 @@ import { ConfigError } from '@baton/errors';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
+  ensureFluxControllers,
   ensurePulumiEngine,
+  FLUX_VERSIONS,
   KubeHttp,
   listClusters,
   PULUMI_VERSIONS,
@@ -113,21 +115,28 @@ export function testenvCommand(): Command {
     .description('build (or verify the cache of) the pinned control-plane binaries and the Pulumi engine')
     .option('--force', 'rebuild even when cached', false)
     .option('--no-pulumi', 'skip the Pulumi engine (CLI and Kubernetes provider)')
+    .option(
+      '--flux',
+      "also build Flux's source-controller and kustomize-controller (minutes and 1.6 GB when cold) and write their CRDs to bootstrap-manifests/flux",
+      false,
+    )
     .option('--json', 'print what was built as JSON', false)
     .action(async (o) => {
       const bins = await ensureControlPlaneBinaries({ force: o.force, onProgress: err });
       const engine = o.pulumi ? await ensurePulumiEngine({ force: o.force, onProgress: err }) : undefined;
-      const builds = [...bins.builds, ...(engine?.builds ?? [])].map((b) => ({
+      const flux = o.flux ? await ensureFluxControllers({ force: o.force, onProgress: err }) : undefined;
+      const builds = [...bins.builds, ...(engine?.builds ?? []), ...(flux?.builds ?? [])].map((b) => ({
         name: b.name,
         built: b.built,
         buildSeconds: b.buildSeconds,
+        buildPeakRssMB: b.buildPeakRssMB,
         versions: b.versions,
         sizesMB: Object.fromEntries(Object.entries(b.sizes).map(([k, v]) => [k, Math.round(v / 1e5) / 10])),
         dir: b.dir,
       }));
       if (o.json)
         process.stdout.write(
-          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, ...(engine ? PULUMI_VERSIONS : {}) }, builds }, null, 2)}\n`,
+          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, ...(engine ? PULUMI_VERSIONS : {}), ...(flux ? FLUX_VERSIONS : {}) }, builds, ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}) }, null, 2)}\n`,
         );
       else
         for (const b of builds)

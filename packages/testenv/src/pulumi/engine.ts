@@ -5,11 +5,10 @@ import { chmod, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BuildError } from '@baton/errors';
-import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from '../go-build.js';
+import { ensureGoBuild, type GoBuildResult, type GoBuildSpec, goModuleDir } from '../go-build.js';
 import { cacheRoot, goModulesDir } from '../paths.js';
 
-const execFileAsync = promisify(execFile);
+const _execFileAsync = promisify(execFile);
 
 /**
  * The pinned Pulumi versions. The CLI and `@pulumi/pulumi` are the same release (3.248.0 is the newest SDK that
@@ -152,7 +151,7 @@ async function installLanguageHost(cliDir: string): Promise<string> {
 async function bundleDynamicProviderPlugin(cliDir: string): Promise<void> {
   const target = join(cliDir, 'bin', 'pulumi-resource-pulumi-nodejs');
   if (existsSync(target)) return;
-  const sdkDir = await downloadModule(join(goModulesDir, 'pulumi'), 'github.com/pulumi/pulumi/sdk/v3');
+  const sdkDir = await goModuleDir(join(goModulesDir, 'pulumi'), 'github.com/pulumi/pulumi/sdk/v3');
   const staging = `${target}.${process.pid}.tmp`;
   await copyFile(join(sdkDir, 'nodejs', 'dist', 'pulumi-resource-pulumi-nodejs'), staging);
   await chmod(staging, 0o755);
@@ -177,7 +176,7 @@ async function stageProviderModule(srcRoot: string): Promise<string> {
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
   for (const f of files) await copyFile(join(wrapperDir, f), join(staging, f));
-  const moduleDir = await downloadModule(wrapperDir, PROVIDER_MODULE);
+  const moduleDir = await goModuleDir(wrapperDir, PROVIDER_MODULE);
   const cmdDir = join(moduleDir, 'cmd', 'pulumi-resource-kubernetes');
   const schema = JSON.parse(await readFile(join(cmdDir, 'schema.json'), 'utf8')) as Record<string, unknown>;
   schema.version = PULUMI_VERSIONS.kubernetes;
@@ -188,23 +187,4 @@ async function stageProviderModule(srcRoot: string): Promise<string> {
   await rm(dir, { recursive: true, force: true });
   await rename(staging, dir);
   return dir;
-}
-
-/** Downloads `module` at the version `wrapperDir`'s go.mod selects and resolves its directory in the module cache. */
-async function downloadModule(wrapperDir: string, module: string): Promise<string> {
-  try {
-    const { stdout } = await execFileAsync('go', ['mod', 'download', '-json', module], {
-      cwd: wrapperDir,
-      env: { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
-      maxBuffer: 1 << 20,
-    });
-    const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(info.Error ?? 'no directory reported');
-    return info.Dir;
-  } catch (err) {
-    throw new BuildError(
-      `downloading ${module} (as pinned in ${wrapperDir}/go.mod) failed: ${(err as Error).message.split('\n')[0]}; check that the Go module proxy is reachable (GOPROXY) and rerun \`pnpm baton testenv build\``,
-      { cause: err, details: { module } },
-    );
-  }
 }
