@@ -153,6 +153,20 @@ describe('the dynamic provider', () => {
     expect(message).not.toContain(PASSWORD);
   });
 
+  it('refuses to record a declared revision that a cluster handed off earlier does not pull', async () => {
+    const pinned = inputs({
+      controller: { ...inputs().controller, source: { ...inputs().controller.source, revision: 'd'.repeat(40) } },
+    });
+    const { credential: _none, ...uncredentialed } = summary();
+    const already: HandoffSummary = { ...uncredentialed, outcome: 'already-handed-off', revision: 'a'.repeat(40) };
+    await expect(runProviderHandoff(pinned, { run: async () => already })).rejects.toThrow(
+      /already handed off at revision a{40}, not the declared d{40}; a handed-off cluster follows Git/,
+    );
+    const same: HandoffSummary = { ...uncredentialed, outcome: 'already-handed-off', revision: 'd'.repeat(40) };
+    const res = await runProviderHandoff(pinned, { run: async () => same });
+    expect(res.outs.receipt).toMatchObject({ outcome: 'already-handed-off', credential: null });
+  });
+
   it('refuses invalid inputs before anything runs', async () => {
     let ran = false;
     const run = async () => {

@@ -79,6 +79,13 @@ export async function runProviderHandoff(
     const summary = await (options.run ?? realRun)(loaded, inputs);
     const ok = summary.outcome === 'handed-off' || (summary.outcome === 'already-handed-off' && !summary.error);
     if (!ok) throw new BatonError(ErrorCode.process, failureMessage(summary), { details: { runId: summary.runId } });
+    const declared = loaded.plan.pull.source.revision;
+    if (summary.outcome === 'already-handed-off' && declared !== undefined && summary.revision !== declared) {
+      // The state must not claim a revision the cluster does not pull (e.g. `--replace` with a new gitRevision).
+      throw new ConfigError(
+        `Handoff ${loaded.plan.cluster.name}: the cluster is already handed off at revision ${summary.revision}, not the declared ${declared}; a handed-off cluster follows Git: commit to ${loaded.plan.pull.source.url} (${loaded.plan.pull.source.ref}) instead of handing it off again`,
+      );
+    }
     const receipt = receiptOf(summary, `${loaded.plan.batonNamespace}/${RECEIPT_NAME}`);
     return { id: `${loaded.plan.cluster.name}/${summary.runId}`, outs: { ...inputs, receipt } };
   });

@@ -16,6 +16,7 @@ const STACK_DIR = fileURLToPath(new URL('../../../stacks/local', import.meta.url
 const PROJECT = 'baton-local';
 const STACK = `it${process.pid}`;
 const RUN_TYPE = 'pulumi-nodejs:dynamic/baton:HandoffRun';
+const RUN_URN = `urn:pulumi:${STACK}::${PROJECT}::baton:index:Handoff$${RUN_TYPE}::pulumi-local`;
 
 let cluster: Cluster;
 let side: BatonControllerEnv;
@@ -282,13 +283,22 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
 
   it('runs a new handoff on `pulumi up --replace`, which finds the cluster already pulling the declared revision', async () => {
     const before = await stackOutput<StackReceipt>('receipt');
-    const urn = `urn:pulumi:${STACK}::${PROJECT}::baton:index:Handoff$${RUN_TYPE}::pulumi-local`;
-    await cli(['up', '--yes', '--replace', urn]);
+    await cli(['up', '--yes', '--replace', RUN_URN]);
     const after = await stackOutput<StackReceipt>('receipt');
     expect(after.runId).not.toBe(before.runId);
     // Core's receipt check: the cluster already pulls the declared revision, so the new run mints and pushes nothing
     // (a replacement with another Git source would need core to hand a handed-off cluster off again).
     expect(after.outcome).toBe('already-handed-off');
+  });
+
+  it('refuses a replacement that declares a revision the handed-off cluster does not pull', async () => {
+    const before = await stackOutput<StackReceipt>('receipt');
+    await setConfig('gitRevision', 'e'.repeat(40));
+    const text = await cliFailing(['up', '--yes', '--replace', RUN_URN]);
+    expect(text).toContain(`already handed off at revision ${side.revision}, not the declared ${'e'.repeat(40)}`);
+    await setConfig('gitRevision', side.revision);
+    expect(await stackOutput<StackReceipt>('receipt')).toEqual(before);
+    expect(await resourceTypes()).toContain(RUN_TYPE);
   });
 
   it('leaves the controller running on `pulumi destroy`, and says so', async () => {
