@@ -152,7 +152,7 @@ describe('the Pulumi engine built from Go modules', () => {
     const stack = `shell-${process.pid}`;
     await env.run(['stack', 'init', stack], { cwd });
     try {
-      await env.run(['config', 'set', '--secret', 'kubeconfig', 'not-a-kubeconfig', '--stack', stack], { cwd });
+      await env.run(['config', 'set', '--secret', 'kubeconfig', '--stack', stack], { cwd, input: 'not-a-kubeconfig' });
       // No cluster: the provider cannot connect, so the preview shows the plan; the program itself ran.
       const preview = await env.run(['preview', '--stack', stack], { cwd, stack });
       expect(preview.stdout).toMatch(/\+ 4 to create/);

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,27 +48,12 @@ async function cliFailing(args: readonly string[]): Promise<string> {
   return outcome;
 }
 
-/**
- * `pulumi config set` with the value on stdin, never in argv: a failing CLI's error quotes its arguments, and a value
- * may start with a dash.
- */
+/** `pulumi config set` with the value on stdin (env.run's `input`), never in argv. */
 async function setConfig(key: string, value: string, secret = false): Promise<void> {
-  const args = ['config', 'set', ...(secret ? ['--secret'] : []), key, '--stack', STACK, '--non-interactive'];
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(env.engine.pulumi, args, {
-      cwd: STACK_DIR,
-      env: { ...process.env, ...env.envVars },
-      stdio: ['pipe', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`pulumi ${args.join(' ')} exited with ${code}: ${stderr}`)),
-    );
-    child.stdin.end(value);
+  await env.run(['config', 'set', ...(secret ? ['--secret'] : []), key, '--stack', STACK], {
+    cwd: STACK_DIR,
+    stack: STACK,
+    input: value,
   });
 }
 

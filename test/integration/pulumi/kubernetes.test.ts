@@ -231,7 +231,7 @@ describe('a dynamic provider and the example stack on the real engine', () => {
     const configMap = () => clients.core.readNamespacedConfigMap({ namespace: 'example-shell', name: 'greeting' });
     await env.run(['stack', 'init', stack], { cwd });
     try {
-      await run('config', 'set', '--secret', 'kubeconfig', kubeconfig);
+      await env.run(['config', 'set', '--secret', 'kubeconfig', '--stack', stack], { cwd, stack, input: kubeconfig });
       await run('config', 'set', 'namespace', 'example-shell');
 
       const preview = await run('preview', '--diff');

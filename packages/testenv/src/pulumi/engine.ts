@@ -120,7 +120,8 @@ export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}
   return run;
 }
 
-const LANGUAGE_HOST_SCRIPT = fileURLToPath(new URL('../../bin/pulumi-language-nodejs.mjs', import.meta.url));
+/** This checkout's host script; createPulumiEnv passes it to the shim as BATON_PULUMI_LANGUAGE_HOST. */
+export const LANGUAGE_HOST_SCRIPT = fileURLToPath(new URL('../../bin/pulumi-language-nodejs.mjs', import.meta.url));
 
 /**
  * Puts the `pulumi-language-nodejs` shim next to the CLI, where the engine finds a bundled language host even with
@@ -133,7 +134,8 @@ async function installLanguageHost(cliDir: string): Promise<string> {
   const shim = [
     '#!/bin/sh',
     "# baton's test-bed Node.js language host (@baton/testenv bin/pulumi-language-nodejs.mjs).",
-    `exec ${quote(process.execPath)} ${quote(LANGUAGE_HOST_SCRIPT)} "$@"`,
+    // The cache (and so this shim) is shared by every checkout; an environment names its own checkout's script.
+    `exec ${quote(process.execPath)} "\${BATON_PULUMI_LANGUAGE_HOST:-${LANGUAGE_HOST_SCRIPT.replace(/[\\"$`]/g, '\\$&')}}" "$@"`,
     '',
   ].join('\n');
   if ((await readFile(target, 'utf8').catch(() => null)) === shim) return target;

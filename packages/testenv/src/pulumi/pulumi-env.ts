@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildError } from '@baton/errors';
-import { ensurePulumiEngine, PULUMI_VERSIONS, type PulumiEngine } from './engine.js';
+import { ensurePulumiEngine, LANGUAGE_HOST_SCRIPT, PULUMI_VERSIONS, type PulumiEngine } from './engine.js';
 import { explainPulumiError } from './pulumi-error.js';
 
 /** Options of {@link createPulumiEnv}. */
@@ -45,6 +45,11 @@ export interface PulumiRunOptions {
   readonly signal?: AbortSignal;
   /** Stack name, for error messages. */
   readonly stack?: string;
+  /**
+   * Written to the CLI's stdin, then closed. Pass config values this way (`config set [--secret] KEY` reads its value
+   * from stdin), never in argv: other processes can read argv, and a value may start with a dash.
+   */
+  readonly input?: string;
 }
 
 /** A per-run, fully offline Pulumi setup: file backend, own PULUMI_HOME with the provider installed, no downloads. */
@@ -114,6 +119,8 @@ export async function createPulumiEnv(options: PulumiEnvOptions = {}): Promise<P
     PULUMI_IGNORE_AMBIENT_PLUGINS: 'true',
     PULUMI_SKIP_CONFIRMATIONS: 'true',
     PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: 'true',
+    // This checkout's language host, whatever checkout last wrote the shared shim next to the CLI.
+    BATON_PULUMI_LANGUAGE_HOST: LANGUAGE_HOST_SCRIPT,
   };
   if (options.nodePath?.length) envVars.NODE_PATH = options.nodePath.join(delimiter);
 
@@ -160,15 +167,16 @@ async function runPulumi(
     const child = spawn(pulumi, argv, {
       cwd: options.cwd,
       env: { ...process.env, ...envVars },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    child.stdin?.end(options.input);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       stdout += d;
     });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
     });
     const onAbort = () => {
@@ -194,11 +202,30 @@ async function runPulumi(
   });
   if (result.exitCode !== 0) {
     const err = new Error(
-      `pulumi ${args.join(' ')} exited with ${result.exitCode}\n${result.stderr}\n${result.stdout}`,
+      `pulumi ${describeArgs(args)} exited with ${result.exitCode}\n${result.stderr}\n${result.stdout}`,
     );
     throw explainPulumiError(err, { operation: args.slice(0, 2).join(' '), home: options.home, ...stackOf(options) });
   }
   return result;
+}
+
+/**
+ * The command line as errors may show it: a `config set` value in argv (it may be a secret) is replaced, so a failed
+ * run never prints it.
+ */
+export function describeArgs(args: readonly string[]): string {
+  if (args[0] !== 'config' || !['set', 'set-all'].includes(args[1] ?? '')) return args.join(' ');
+  // Flag names and `config set`'s key stay; every other word may be a value.
+  let keyShown = args[1] !== 'set';
+  const words = args.slice(2).map((w) => {
+    if (/^--[a-z][a-z-]*$/.test(w)) return w;
+    if (!keyShown && !w.startsWith('-')) {
+      keyShown = true;
+      return w;
+    }
+    return '<value>';
+  });
+  return ['config', args[1], ...words].join(' ');
 }
 
 function stackOf(options: PulumiRunOptions): { stack?: string } {
