@@ -25,7 +25,7 @@ export {
   HandoffOutcome,
   HandoffRecordSchema,
 } from './handoff-record.js';
-export { readSigningKeyFile, writeSigningKeyFile } from './key-files.js';
+export { readSigningKeyFile, writeSigningKeyFile, writeSigningKeyPair } from './key-files.js';
 export type { LineBlock, ReadLineBlocksOptions } from './line-blocks.js';
 export { forEachLine, readLineBlocks } from './line-blocks.js';
 export {

@@ -1,7 +1,8 @@
-import { chmod, open, readFile, stat } from 'node:fs/promises';
+import { chmod, open, readFile, stat, writeFile } from 'node:fs/promises';
 import { ConfigError } from '@baton/errors';
 import { describeFsError } from './fs-error.js';
-import { formatSigningKey, parseSigningKey, type SigningKey } from './signing-key.js';
+import { formatSigningKey, generateSigningKey, parseSigningKey, type SigningKey } from './signing-key.js';
+import { formatTrustedKeys } from './trusted-keys.js';
 
 const KEYGEN_HINT = 'create one with `baton audit keygen --out <dir>`';
 
@@ -28,6 +29,26 @@ export async function writeSigningKeyFile(path: string, key: SigningKey): Promis
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Generates a signing key named `name`, writes it to `signingKeyPath` (0600, never overwritten) and a trusted-keys
+ * file for `origin` that verifies it to `keysPath`: a fresh, self-contained signer (demo, test bed).
+ * @throws {ConfigError} when the key file exists or cannot be created.
+ */
+export async function writeSigningKeyPair(o: {
+  readonly signingKeyPath: string;
+  readonly keysPath: string;
+  readonly name: string;
+  /** @default 'baton.dev/handoff' */
+  readonly origin?: string;
+}): Promise<void> {
+  const key = generateSigningKey(o.name);
+  await writeSigningKeyFile(o.signingKeyPath, key);
+  await writeFile(
+    o.keysPath,
+    formatTrustedKeys({ origin: o.origin ?? 'baton.dev/handoff', keys: [{ key: key.verifierKey }] }),
+  );
 }
 
 /**
