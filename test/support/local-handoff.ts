@@ -1,16 +1,16 @@
-import { hostname, userInfo } from 'node:os';
+import { writeSigningKeyPair } from '@baton/audit';
 import {
+  createHandoffDeps,
   createLogger,
   type HandoffSummary,
   type LoadedPlan,
   type Logger,
-  openAuditSink,
+  loadHandoffPlan,
   runHandoff,
-  systemClock,
 } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import { startCluster, startDetachedCluster, stopClusterByName } from '@baton/testenv';
-import { createBatonControllerEnv } from './baton-controller-env.js';
+import { startBatonControllerSide, startBedCluster } from '@baton/testenv';
+import { BATON_CONTROLLER_PROFILE } from './baton-controller-env.js';
 import { createHandoffEnv, startControllerFor } from './handoff-env.js';
 
 /** Which controller takes over. */
@@ -36,46 +36,41 @@ export interface LocalHandoff {
 
 /** Options of {@link startLocalHandoff}. */
 export interface StartLocalHandoffOptions {
-  /** Run the cluster in a background host that outlives this process (for `demo --keep`). @default false */
+  /** Run the cluster in a background host that outlives this process. @default false */
   readonly detached?: boolean;
   readonly name?: string;
   readonly nodes?: number;
   /**
-   * `baton-controller`: bootstrap-manifests/baton-controller, run by testenv's pod runner. `test-helper`: the small
-   * profile in test/fixtures/handoff, reconciled by test/support/gitops-controller.ts. @default 'baton-controller'
+   * `baton-controller`: testenv's handoff bed (bootstrap-manifests/baton-controller, run by the pod runner).
+   * `test-helper`: the small profile in test/fixtures/handoff, reconciled by test/support/gitops-controller.ts.
+   * @default 'baton-controller'
    */
   readonly controller?: LocalController;
 }
 
-/** Starts a real local cluster, a Git server, the controller side and a plan. */
+/** Starts a real local cluster (testenv's bed cluster), a Git server, the controller side and a plan. */
 export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promise<LocalHandoff> {
-  let stopCluster: () => Promise<void>;
-  let kubeconfigPath: string;
-  let auditLogPath: string | null;
-  let clusterName: string;
-  if (o.detached) {
-    const c = await startDetachedCluster({ ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1, keep: true });
-    ({ kubeconfigPath, auditLogPath } = c);
-    clusterName = c.name;
-    stopCluster = async () => {
-      await stopClusterByName(c.name);
-    };
-  } else {
-    const c = await startCluster({ ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1 });
-    ({ kubeconfigPath, auditLogPath } = c);
-    clusterName = c.name;
-    stopCluster = () => c.stop();
-  }
+  const cluster = await startBedCluster({
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.nodes ? { nodes: o.nodes } : {}),
+    ...(o.detached ? { detached: true } : {}),
+  });
+  const { kubeconfigPath } = cluster;
   const controller = o.controller ?? 'baton-controller';
   let env: LocalHandoff['env'];
   let stopSide: (keepFiles: boolean) => Promise<void>;
   try {
     if (controller === 'baton-controller') {
-      const e = await createBatonControllerEnv({ kubeconfigPath, clusterName });
-      env = e;
-      stopSide = (keepFiles) => e.stop({ keepFiles });
+      const side = await startBatonControllerSide({
+        kubeconfigPath,
+        clusterName: cluster.name,
+        profileDir: BATON_CONTROLLER_PROFILE,
+        writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-e2e' }),
+      });
+      env = { ...side, loaded: loadHandoffPlan(side.planPath) };
+      stopSide = (keepFiles) => side.stop({ keepFiles });
     } else {
-      const e = await createHandoffEnv({ kubeconfigPath, plan: { cluster: { name: clusterName } } });
+      const e = await createHandoffEnv({ kubeconfigPath, plan: { cluster: { name: cluster.name } } });
       const ctl = startControllerFor(e, kubeconfigPath);
       env = e;
       stopSide = async (keepFiles) => {
@@ -85,31 +80,30 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
       };
     }
   } catch (err) {
-    await stopCluster();
+    await cluster.stop();
     throw err;
   }
-  let seq = 0;
   return {
-    clusterName,
+    clusterName: cluster.name,
     kubeconfigPath,
-    apiserverAuditLogPath: auditLogPath,
+    apiserverAuditLogPath: cluster.auditLogPath,
     controller,
     env,
     run: (log = createLogger({ level: 'silent' }), signal) =>
-      runHandoff(env.loaded, {
-        operator: clientsFromKubeconfigFile(kubeconfigPath),
-        clock: systemClock,
-        log,
-        audit: openAuditSink(env.loaded.plan.audit),
-        actor: { user: userInfo().username, host: hostname(), pid: process.pid, via: 'cli' },
-        newRunId: () => `${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}-${process.pid}-${seq++}`,
-        isPidAlive: () => true,
-        resolveRevision: async () => env.revision,
-        ...(signal ? { signal } : {}),
-      }),
+      runHandoff(
+        env.loaded,
+        createHandoffDeps(env.loaded, clientsFromKubeconfigFile(kubeconfigPath), {
+          overrides: {
+            log,
+            isPidAlive: () => true,
+            resolveRevision: async () => env.revision,
+            ...(signal ? { signal } : {}),
+          },
+        }),
+      ),
     async stop(options = {}) {
       await stopSide(options.keepCluster === true);
-      if (!options.keepCluster) await stopCluster();
+      if (!options.keepCluster) await cluster.stop();
     },
   };
 }

@@ -13,6 +13,16 @@ export type { GitServer, GitServerUser, StartGitServerOptions } from './git-serv
 export { startGitServer } from './git-server.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
 export { ensureGoBuild, goVersion } from './go-build.js';
+export type {
+  AuditKeyPaths,
+  BatonControllerSide,
+  BedCluster,
+  HandoffBed,
+  StartBatonControllerSideOptions,
+  StartBedClusterOptions,
+  StartHandoffBedOptions,
+} from './handoff-bed.js';
+export { startBatonControllerSide, startBedCluster, startHandoffBed } from './handoff-bed.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';

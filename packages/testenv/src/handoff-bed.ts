@@ -1,0 +1,271 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { startCluster, stopClusterByName } from './cluster.js';
+import { startDetachedCluster } from './detached.js';
+import { type GitServer, startGitServer } from './git-server.js';
+import { type PodRunner, startPodRunner } from './pod-runner.js';
+
+/** The image baton-controller's Deployment names; the pod runner runs the controller from source for it. */
+const CONTROLLER_IMAGE_PREFIX = 'ghcr.io/baton-dev/baton-controller';
+
+/** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
+export interface AuditKeyPaths {
+  /** The plan's `audit.signingKeyPath`. */
+  readonly signingKeyPath: string;
+  /** The trusted-keys file `baton audit verify --keys` reads. */
+  readonly keysPath: string;
+}
+
+/** Options of {@link startBatonControllerSide}. */
+export interface StartBatonControllerSideOptions {
+  /** Admin kubeconfig of the cluster the pod runner watches. */
+  readonly kubeconfigPath: string;
+  /** The plan's `cluster.name`. @default 'e2e' */
+  readonly clusterName?: string;
+  /** The profile to push and commit: a directory of YAML files (bootstrap-manifests/baton-controller). */
+  readonly profileDir: string;
+  /** Directory for the plan, the push set, the credential files, the audit log and the journal. @default a new temp dir */
+  readonly dir?: string;
+  /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
+  readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
+}
+
+/** A Git repository holding baton-controller's profile, a plan that hands off to it, and the pod runner playing kubelet. */
+export interface BatonControllerSide extends AuditKeyPaths {
+  readonly dir: string;
+  readonly git: GitServer;
+  /** The commit the profile is at. */
+  readonly revision: string;
+  readonly planPath: string;
+  /** The rendered push set (the profile pointing at this Git server). */
+  readonly pushDir: string;
+  /** The Git path the controller reconciles. */
+  readonly gitPath: string;
+  /** `pull.yaml` (username, password) and `webhook.yaml` (secret), mode 0600. */
+  readonly pullCredentialPath: string;
+  readonly webhookSecretPath: string;
+  readonly auditLogPath: string;
+  readonly journalDir: string;
+  /** Secret values written to the plan's files, so callers can assert they never reach an output. */
+  readonly secretValues: readonly string[];
+  /** Stops the pod runner and the Git server; removes `dir` unless `keepFiles`. */
+  stop(options?: { readonly keepFiles?: boolean }): Promise<void>;
+}
+
+/**
+ * Renders the profile for a fresh Git repository (the push points the GitSync at it, and Git carries the same files),
+ * writes the pull credential and webhook key files, the audit keys (through the caller) and a plan, and starts the
+ * pod runner so the controller Deployment runs as a local process with its pod's identity.
+ * @throws when the Git server or the pod runner cannot start; nothing is left running then.
+ */
+export async function startBatonControllerSide(o: StartBatonControllerSideOptions): Promise<BatonControllerSide> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'baton-e2e-'));
+  const git = await startGitServer();
+  let runner: PodRunner | undefined;
+  try {
+    await mkdir(dir, { recursive: true });
+    await git.createRepo('cluster-config');
+    const url = git.repoUrl('cluster-config');
+    const gitPath = 'clusters/demo';
+    const pushDir = join(dir, 'push');
+    const files: Record<string, string> = {};
+    await mkdir(pushDir);
+    for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
+      let text = readFileSync(join(o.profileDir, f), 'utf8');
+      if (f.endsWith('gitsync.yaml'))
+        text = text.replace(/url: .*/, `url: ${url}`).replace(/intervalSeconds: .*/, 'intervalSeconds: 5');
+      writeFileSync(join(pushDir, f), text);
+      files[`${gitPath}/baton-controller/${f}`] = text;
+    }
+    const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
+    const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
+    const pullCredentialPath = join(dir, 'pull.yaml');
+    const webhookSecretPath = join(dir, 'webhook.yaml');
+    writeFileSync(
+      pullCredentialPath,
+      stringify({ username: git.credentials.username, password: git.credentials.password }),
+      { mode: 0o600 },
+    );
+    writeFileSync(webhookSecretPath, stringify({ secret: webhookKey }), { mode: 0o600 });
+    await mkdir(join(dir, 'audit'));
+    const keys = { signingKeyPath: join(dir, 'audit', 'signing.key'), keysPath: join(dir, 'audit', 'keys.yaml') };
+    await o.writeAuditKeys(keys);
+    const planPath = join(dir, 'plan.yaml');
+    writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
+    runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
+    const started = runner;
+    return {
+      dir,
+      git,
+      revision,
+      planPath,
+      pushDir,
+      gitPath,
+      pullCredentialPath,
+      webhookSecretPath,
+      ...keys,
+      auditLogPath: join(dir, 'audit', 'handoff.log'),
+      journalDir: join(dir, 'journal'),
+      secretValues: [git.credentials.password, webhookKey],
+      async stop(options = {}) {
+        await started.stop();
+        await git.stop();
+        if (!options.keepFiles) await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await runner?.stop();
+    await git.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * The HandoffPlan (baton.dev/v1alpha1) to baton-controller; relative paths are relative to the plan file. The controller
+ * block repeats @baton/pulumi's `batonController()` as plan YAML: testenv depends on no baton package but errors.
+ */
+function planFor(p: {
+  clusterName: string;
+  o: StartBatonControllerSideOptions;
+  url: string;
+  gitPath: string;
+  revision: string;
+}): Record<string, unknown> {
+  return {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: { name: p.clusterName, kubeconfig: p.o.kubeconfigPath },
+    push: {
+      credential: 'bootstrap-token',
+      profile: 'baton-controller',
+      manifests: './push',
+      budgetSeconds: 300,
+      secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
+    },
+    pull: {
+      credential: { secretName: 'baton-pull-credential', fromFile: './pull.yaml' },
+      source: { url: p.url, ref: 'main', path: p.gitPath, revision: p.revision },
+    },
+    controller: {
+      name: 'baton-controller',
+      namespace: 'baton-system',
+      serviceAccount: 'baton-controller',
+      status: {
+        apiVersion: 'baton.dev/v1alpha1',
+        kind: 'GitSync',
+        name: 'baton-controller',
+        revisionPath: 'status.lastAppliedRevision',
+      },
+    },
+    takeover: { timeoutSeconds: 150 },
+    audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
+    journalDir: './journal',
+  };
+}
+
+/** Options of {@link startHandoffBed}. */
+export interface StartHandoffBedOptions
+  extends StartBedClusterOptions,
+    Omit<StartBatonControllerSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+
+/** A fresh local cluster with {@link BatonControllerSide}: everything a handoff to baton-controller needs. */
+export interface HandoffBed {
+  readonly clusterName: string;
+  /** `https://127.0.0.1:<port>` */
+  readonly server: string;
+  readonly kubeconfigPath: string;
+  readonly apiserverAuditLogPath: string | null;
+  readonly side: BatonControllerSide;
+  /**
+   * Stops the pod runner and the Git server; stops the cluster unless `keepCluster`; removes the side's files
+   * unless `keepFiles` (default: kept when the cluster is).
+   */
+  stop(options?: { readonly keepCluster?: boolean; readonly keepFiles?: boolean }): Promise<void>;
+}
+
+/** Options of {@link startBedCluster}. */
+export interface StartBedClusterOptions {
+  /** Cluster name. @default a generated one */
+  readonly name?: string;
+  /** @default 1 */
+  readonly nodes?: number;
+  /** Run the cluster in a background host that outlives this process (`pnpm baton testenv down` stops it). @default false */
+  readonly detached?: boolean;
+}
+
+/** A local cluster, in this process or detached, with one way to stop it. */
+export interface BedCluster {
+  readonly name: string;
+  readonly server: string;
+  readonly kubeconfigPath: string;
+  readonly auditLogPath: string | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real local cluster in this process ({@link startCluster}) or in a detached host ({@link startDetachedCluster}).
+ * @throws when a component does not become ready.
+ */
+export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<BedCluster> {
+  const common = { ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1 };
+  if (o.detached) {
+    const c = await startDetachedCluster({ ...common, keep: true });
+    return {
+      name: c.name,
+      server: c.server,
+      kubeconfigPath: c.kubeconfigPath,
+      auditLogPath: c.auditLogPath,
+      stop: async () => {
+        await stopClusterByName(c.name);
+      },
+    };
+  }
+  const c = await startCluster(common);
+  return {
+    name: c.name,
+    server: c.server,
+    kubeconfigPath: c.kubeconfigPath,
+    auditLogPath: c.auditLogPath,
+    stop: () => c.stop(),
+  };
+}
+
+/**
+ * Starts a real local cluster ({@link startBedCluster}) and {@link startBatonControllerSide} for it.
+ * @throws when the cluster or the side cannot start; what started is stopped again.
+ */
+export async function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
+  const { name, nodes, detached, ...sideOptions } = o;
+  const cluster = await startBedCluster({
+    ...(name ? { name } : {}),
+    ...(nodes ? { nodes } : {}),
+    ...(detached ? { detached } : {}),
+  });
+  let side: BatonControllerSide;
+  try {
+    side = await startBatonControllerSide({
+      ...sideOptions,
+      kubeconfigPath: cluster.kubeconfigPath,
+      clusterName: cluster.name,
+    });
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return {
+    clusterName: cluster.name,
+    server: cluster.server,
+    kubeconfigPath: cluster.kubeconfigPath,
+    apiserverAuditLogPath: cluster.auditLogPath,
+    side,
+    async stop(options = {}) {
+      await side.stop({ keepFiles: options.keepFiles ?? options.keepCluster === true });
+      if (!options.keepCluster) await cluster.stop();
+    },
+  };
+}
