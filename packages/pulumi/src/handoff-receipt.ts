@@ -8,10 +8,15 @@ export interface CredentialReceipt {
   readonly fingerprint: string;
   readonly jti: string | null;
   readonly issuedAt: string;
+  readonly expiresAt: string;
   /** When the API server first refused the token. */
   readonly revokedAt: string | null;
+  /** When the throwaway Secret's deletion was acknowledged. */
+  readonly secretDeletedAt: string | null;
   /** Seconds from issue until the API server refused the token. */
   readonly liveSeconds: number;
+  /** Seconds from issue until admission denied every write by the credential (null when never confined). */
+  readonly writeWindowSeconds: number | null;
   readonly rules: readonly RbacRule[];
 }
 
@@ -21,6 +26,8 @@ export interface AuditReceipt {
   /** Index of the event in the log (0-based). */
   readonly index: number;
   readonly eventId: string;
+  /** sha256 of the event's DSSE envelope. */
+  readonly eventDigest: string;
   /** The signed checkpoint written after the append. */
   readonly checkpoint: string;
 }
@@ -43,6 +50,14 @@ export interface HandoffReceipt {
   readonly audit: AuditReceipt | null;
   /** The receipt ConfigMap in the cluster, as namespace/name. */
   readonly receiptName: string;
+  /** Seconds from the end of the push until the controller had taken over. */
+  readonly readinessSeconds: number | null;
+  /** liveSeconds − readinessSeconds − proofWaitSeconds: what the orchestration itself cost. */
+  readonly overheadSeconds: number | null;
+  /** What the controller took over (objects as kind/namespace/name). */
+  readonly takeover: HandoffSummary['takeover'] | null;
+  /** Milliseconds per step of the run. */
+  readonly stepDurationsMs: HandoffSummary['stepDurationsMs'];
   /** Seconds the whole handoff took. */
   readonly totalSeconds: number;
 }
@@ -60,8 +75,11 @@ export function receiptOf(summary: HandoffSummary, receiptName: string): Handoff
           fingerprint: c.fingerprint,
           jti: c.jti ?? null,
           issuedAt: c.issuedAt,
+          expiresAt: c.expiresAt,
           revokedAt: c.revokedAt,
+          secretDeletedAt: c.secretDeletedAt,
           liveSeconds: c.liveSeconds,
+          writeWindowSeconds: c.writeWindowSeconds ?? null,
           rules: c.rules,
         }
       : null,
@@ -72,10 +90,15 @@ export function receiptOf(summary: HandoffSummary, receiptName: string): Handoff
           logPath: summary.audit.logPath,
           index: summary.audit.index,
           eventId: summary.audit.eventId,
+          eventDigest: summary.audit.eventDigest,
           checkpoint: summary.audit.checkpoint,
         }
       : null,
     receiptName,
+    readinessSeconds: summary.readinessSeconds ?? null,
+    overheadSeconds: summary.overheadSeconds ?? null,
+    takeover: summary.takeover ?? null,
+    stepDurationsMs: summary.stepDurationsMs,
     totalSeconds: summary.totalSeconds,
   };
 }

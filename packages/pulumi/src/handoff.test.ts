@@ -19,8 +19,12 @@ const receipt: HandoffReceipt = {
   credential: null,
   proof: null,
   confinement: null,
-  audit: { logPath: '/x/audit.log', index: 0, eventId: 'run-1', checkpoint: 'cp' },
+  audit: { logPath: '/x/audit.log', index: 0, eventId: 'run-1', eventDigest: 'sha256:00', checkpoint: 'cp' },
   receiptName: 'baton-system/baton-receipt',
+  readinessSeconds: null,
+  overheadSeconds: null,
+  takeover: null,
+  stepDurationsMs: {},
   totalSeconds: 1,
 };
 
