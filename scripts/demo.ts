@@ -1,91 +1,193 @@
 // `pnpm demo`: a complete handoff on a fresh local cluster with a local Git server, then a summary.
+//   pnpm demo                   `pulumi up` of stacks/local (the real engine, the test bed's Node.js language host)
+//   pnpm demo -- --via cli      `baton up`'s engine in-process instead
 //   pnpm demo -- --json         one JSON object on stdout
 //   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
-//   pnpm demo -- --test-controller   hand off to the small test profile and its in-process helper instead
-// By default the push installs bootstrap-manifests/baton-controller; kwok runs no containers, so testenv's pod
-// runner plays kubelet for the controller image (packages/controller/src/main.ts with its pod's token).
-import { createLogger, type HandoffSummary } from '@baton/core';
-import { startLocalHandoff } from '../test/support/local-handoff.js';
+// The push installs bootstrap-manifests/baton-controller; kwok runs no containers, so testenv's pod runner plays
+// kubelet for the controller image (packages/controller/src/main.ts with its pod's token). The plan, the audit log and
+// its keys stay in .baton/demo/<cluster>/ (the pull and webhook secrets are removed).
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeSigningKeyPair } from '@baton/audit';
+import { createHandoffDeps, createLogger, type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
+import { clientsFromKubeconfigFile } from '@baton/kube';
+import type { HandoffReceipt } from '@baton/pulumi';
+import { type HandoffBed, startHandoffBed } from '@baton/testenv';
+import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
 
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PROFILE = join(REPO_ROOT, 'bootstrap-manifests', 'baton-controller');
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const keep = args.includes('--keep');
-const controller = args.includes('--test-controller') ? 'test-helper' : 'baton-controller';
+const viaIndex = args.indexOf('--via');
+const via = viaIndex < 0 ? 'pulumi' : args[viaIndex + 1];
+if (via !== 'cli' && via !== 'pulumi') {
+  process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
+  process.exit(2);
+}
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
+/** The run as both paths report it (a HandoffSummary from `baton up`, a HandoffReceipt from the stack output). */
+type DemoRun = Pick<HandoffSummary, 'runId' | 'stepDurationsMs' | 'totalSeconds'> & {
+  readonly outcome: string;
+  readonly error?: string | undefined;
+  readonly failedStep?: string | undefined;
+  readonly revision?: string | null | undefined;
+  readonly credential?: HandoffReceipt['credential'] | HandoffSummary['credential'];
+  readonly confinement?: HandoffSummary['confinement'] | null;
+  readonly proof?: HandoffSummary['proof'] | null;
+  readonly readinessSeconds?: number | null | undefined;
+  readonly overheadSeconds?: number | null | undefined;
+  readonly takeover?: HandoffSummary['takeover'] | null;
+  readonly audit?: { readonly index: number; readonly eventId: string; readonly eventDigest: string } | null;
+};
+
+const name = `demo-${process.pid}`;
+const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const local = await startLocalHandoff({ detached: keep, name: `demo-${process.pid}`, controller });
-err(`cluster ${local.clusterName} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s; handing off…`);
+const bed = await startHandoffBed({
+  name,
+  detached: keep,
+  profileDir: PROFILE,
+  dir: demoDir,
+  writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
+});
+err(
+  `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
+);
 const ac = new AbortController();
 const onSignal = (sig: NodeJS.Signals) =>
   ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
 process.once('SIGINT', onSignal);
 process.once('SIGTERM', onSignal);
 let exitCode = 1;
+let run: DemoRun | undefined;
+let pulumi: PulumiUpResult | undefined;
 try {
-  const s = await local.run(createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
-  const summary = {
-    outcome: s.outcome,
-    ...(s.error ? { error: s.error, failedStep: s.failedStep } : {}),
-    runId: s.runId,
-    revision: s.revision,
-    cluster: {
-      name: local.clusterName,
-      server: s.cluster.server,
-      kubeconfigPath: local.kubeconfigPath,
-      apiserverAuditLogPath: local.apiserverAuditLogPath,
-      kept: keep,
-    },
-    credential: s.credential,
-    confinement: s.confinement,
-    proof: s.proof,
-    readinessSeconds: s.readinessSeconds,
-    overheadSeconds: s.overheadSeconds,
-    totalSeconds: s.totalSeconds,
-    takeover: s.takeover,
-    stepDurationsMs: s.stepDurationsMs,
-    audit: {
-      logPath: local.env.auditLogPath,
-      keysPath: local.env.keysPath,
-      index: s.audit?.index,
-      eventId: s.audit?.eventId,
-      eventDigest: s.audit?.eventDigest,
-    },
-    controller: local.controller,
-  };
-  if (json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  if (via === 'cli') run = await runInProcess(bed, ac.signal);
   else {
-    const c = s.credential;
-    process.stdout.write(
-      [
-        `outcome:            ${s.outcome}${s.error ? ` (${s.error})` : ''}`,
-        `revision:           ${s.revision}`,
-        `bootstrap identity: ${c?.subject} (${c?.fingerprint}, jti ${c?.jti})`,
-        `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
-        `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
-        confinedLine(s.confinement, c?.writeWindowSeconds),
-        `readiness wait:     ${s.readinessSeconds} s; orchestration overhead ${s.overheadSeconds} s`,
-        `proof:              HTTP ${s.proof?.probeStatus} with the old token; TokenReview authenticated=${s.proof?.tokenReviewAuthenticated} at ${s.proof?.provedAt}`,
-        `audit:              ${local.env.auditLogPath} #${s.audit?.index} (verify: pnpm baton audit verify ${local.env.auditLogPath} --keys ${local.env.keysPath})`,
-        `kubeconfig:         ${local.kubeconfigPath}`,
-        '',
-      ].join('\n'),
-    );
+    pulumi = await pulumiUp(bed, demoDir, ac.signal);
+    run = pulumi.receipt ?? failedUpdate(pulumi);
   }
-  exitCode = s.outcome === 'handed-off' ? 0 : 1;
+  exitCode = run.outcome === 'handed-off' ? 0 : 1;
 } finally {
-  await local.stop({ keepCluster: keep });
-  if (keep)
-    err(
-      `cluster ${local.clusterName} is still running; stop it with: pnpm baton testenv down --name ${local.clusterName}`,
-    );
+  await bed.stop({ keepCluster: keep, keepFiles: true });
+  // The Git server is gone; its password and the webhook key have no business staying on disk.
+  await Promise.all([bed.side.pullCredentialPath, bed.side.webhookSecretPath].map((p) => rm(p, { force: true })));
 }
+if (run) print(run, pulumi);
+if (keep)
+  err(`cluster ${bed.clusterName} is still running; stop it with: pnpm baton testenv down --name ${bed.clusterName}`);
 process.exitCode = exitCode;
 
+/** `baton up`'s engine in-process, with the collaborators every entry point builds (createHandoffDeps). */
+async function runInProcess(b: HandoffBed, signal: AbortSignal): Promise<HandoffSummary> {
+  const loaded = loadHandoffPlan(b.side.planPath);
+  const log = createLogger({ pretty: !json && process.stderr.isTTY === true });
+  const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(b.kubeconfigPath), {
+    overrides: { log, resolveRevision: async () => b.side.revision, signal },
+  });
+  return runHandoff(loaded, deps);
+}
+
+/** A failed `pulumi up` keeps no receipt in state: the run is what the CLI said. */
+function failedUpdate(p: PulumiUpResult): DemoRun {
+  return { outcome: 'failed', runId: '', error: p.error, stepDurationsMs: {}, totalSeconds: p.updateSeconds };
+}
+
+/** A path when it still exists (the cluster's files go with it unless kept), else null. */
+function existing(path: string | null): string | null {
+  return path && existsSync(path) ? path : null;
+}
+
+function print(r: DemoRun, p: PulumiUpResult | undefined): void {
+  const auditLogPath = existing(bed.side.auditLogPath);
+  const keysPath = existing(bed.side.keysPath);
+  const summary = {
+    outcome: r.outcome,
+    ...(r.error ? { error: r.error, failedStep: r.failedStep } : {}),
+    runId: r.runId,
+    revision: r.revision,
+    via,
+    cluster: {
+      name: bed.clusterName,
+      server: bed.server,
+      kubeconfigPath: existing(bed.kubeconfigPath),
+      apiserverAuditLogPath: existing(bed.apiserverAuditLogPath),
+      kept: keep,
+    },
+    credential: r.credential,
+    confinement: r.confinement,
+    proof: r.proof,
+    readinessSeconds: r.readinessSeconds,
+    overheadSeconds: r.overheadSeconds,
+    totalSeconds: r.totalSeconds,
+    takeover: r.takeover,
+    stepDurationsMs: r.stepDurationsMs,
+    audit: {
+      logPath: auditLogPath,
+      keysPath,
+      index: r.audit?.index,
+      eventId: r.audit?.eventId,
+      eventDigest: r.audit?.eventDigest,
+    },
+    ...(p
+      ? {
+          pulumi: {
+            stack: p.stack,
+            updateSeconds: p.updateSeconds,
+            statePath: existing(p.statePath),
+            logPath: existing(p.logPath),
+          },
+        }
+      : {}),
+    controller: 'baton-controller',
+  };
+  if (json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  const c = r.credential;
+  const rel = (path: string) => relative(process.cwd(), path) || path;
+  const lines = [
+    `outcome:            ${r.outcome}${r.error ? ` (${r.error})` : ''}`,
+    `revision:           ${r.revision}`,
+    `bootstrap identity: ${c?.subject} (${c?.fingerprint}, jti ${c?.jti})`,
+    `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
+    `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
+    confinedLine(r.confinement, c?.writeWindowSeconds),
+    `readiness wait:     ${r.readinessSeconds} s; orchestration overhead ${r.overheadSeconds} s`,
+    `proof:              HTTP ${r.proof?.probeStatus} with the old token; TokenReview authenticated=${r.proof?.tokenReviewAuthenticated} at ${r.proof?.provedAt}`,
+  ];
+  if (p)
+    lines.push(
+      `pulumi up:          stack ${p.stack}, ${p.updateSeconds} s; state copy ${rel(p.statePath)}, output ${rel(p.logPath)}`,
+    );
+  if (auditLogPath && keysPath && r.audit)
+    lines.push(
+      `audit:              ${rel(auditLogPath)} #${r.audit.index} (verify: pnpm baton audit verify ${rel(auditLogPath)} --keys ${rel(keysPath)})`,
+    );
+  else lines.push('audit:              no event recorded');
+  const kubeconfig = existing(bed.kubeconfigPath);
+  lines.push(
+    kubeconfig
+      ? `kubeconfig:         ${kubeconfig}`
+      : 'cluster:            stopped and removed (run with --keep to keep it)',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 /** "confined to the plan" only when the policy denied a write outside the plan and closed after the push. */
-function confinedLine(c: HandoffSummary['confinement'], writeWindowSeconds: number | undefined): string {
+function confinedLine(c: DemoRun['confinement'], writeWindowSeconds: number | null | undefined): string {
   if (!c) return 'confinement:        none (the run ended before it was installed)';
   if (!c.probeDenied) return `confinement:        NOT proven: ${c.policyName} did not deny a write outside the plan`;
   return `confined to the plan: ${c.allowed.length} objects (${c.planDigest.slice(0, 19)}…) by ${c.policyName}; writes ended ${writeWindowSeconds} s after issue${c.closedAt ? '' : ' (never closed)'}`;
+}
+
+function seconds(from: number): string {
+  return ((performance.now() - from) / 1000).toFixed(1);
 }

@@ -26,6 +26,11 @@ export interface PulumiEnvOptions {
    * (as a temporary project dir is under pnpm's layout). @default []
    */
   readonly nodePath?: readonly string[];
+  /**
+   * More environment for the CLI and every plugin it starts, e.g. `NODE_OPTIONS` that let the program and the
+   * dynamic-provider host load baton's packages from source. @default {}
+   */
+  readonly env?: Readonly<Record<string, string>>;
   /** Install the Kubernetes provider into the plugin cache (false only to test a missing plugin). @default true */
   readonly installKubernetesProvider?: boolean;
 }
@@ -108,6 +113,7 @@ export async function createPulumiEnv(options: PulumiEnvOptions = {}): Promise<P
   if (options.installKubernetesProvider ?? true) await installProvider(home, engine.kubernetesProvider);
 
   const envVars: Record<string, string> = {
+    ...options.env,
     PULUMI_BACKEND_URL: `file://${state}`,
     PULUMI_HOME: home,
     PULUMI_CONFIG_PASSPHRASE: options.passphrase ?? DEFAULT_PASSPHRASE,

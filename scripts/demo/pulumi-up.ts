@@ -1,0 +1,110 @@
+// The demo's default path: `pulumi up` of stacks/local through the real engine and the test bed's language host.
+import { randomBytes } from 'node:crypto';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HandoffReceipt } from '@baton/pulumi';
+import { createPulumiEnv, type HandoffBed, type PulumiEnv } from '@baton/testenv';
+import { parse } from 'yaml';
+
+const STACK_DIR = fileURLToPath(new URL('../../stacks/local', import.meta.url));
+const PROJECT = 'baton-local';
+const ROOT_NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url));
+
+/** What `pulumi up` left: the stack's receipt, or the CLI's error, and where the state is. */
+export interface PulumiUpResult {
+  /** Absent when the update failed (a failed handoff leaves nothing in state). */
+  readonly receipt?: HandoffReceipt;
+  /** baton's one-paragraph error, as the CLI printed it. */
+  readonly error?: string | undefined;
+  readonly stack: string;
+  readonly updateSeconds: number;
+  /** A copy of the stack's state file (secrets encrypted with a passphrase this run never printed). */
+  readonly statePath: string;
+  /** What `pulumi up` printed. */
+  readonly logPath: string;
+}
+
+/**
+ * Runs `pulumi stack init`, `config set` (values on stdin; secrets as Pulumi secrets) and `pulumi up --yes` of
+ * stacks/local for `bed`, copies the state into `outDir`, then removes the stack (and stacks/local/Pulumi.<stack>.yaml)
+ * and every process and file of the Pulumi environment.
+ */
+export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSignal): Promise<PulumiUpResult> {
+  const stack = bed.clusterName;
+  const env = await createPulumiEnv({
+    nodePath: [ROOT_NODE_MODULES],
+    // A fresh passphrase: the kept state's secrets stay unreadable.
+    passphrase: randomBytes(18).toString('base64url'),
+    // The program and the dynamic-provider host load baton's packages from source, as the demo does.
+    env: {
+      NODE_OPTIONS: `--conditions=@baton/source --import ${join(ROOT_NODE_MODULES, 'tsx', 'dist', 'loader.mjs')}`,
+    },
+  });
+  const run = (args: readonly string[], input?: string) =>
+    env.run([...args, '--stack', stack], { cwd: STACK_DIR, stack, signal, ...(input === undefined ? {} : { input }) });
+  const statePath = join(outDir, 'pulumi-state.json');
+  const logPath = join(outDir, 'pulumi-up.log');
+  try {
+    await env.run(['stack', 'init', stack], { cwd: STACK_DIR, stack, signal });
+    await configure(bed, run);
+    const t0 = performance.now();
+    const up = await run(['up', '--yes']).then(
+      (r) => ({ text: r.stdout + r.stderr, error: undefined }),
+      (err: unknown) => ({ text: errorText(err), error: errorText(err) }),
+    );
+    const updateSeconds = Math.round((performance.now() - t0) / 100) / 10;
+    await writeFile(logPath, up.text);
+    const receipt = up.error
+      ? undefined
+      : (JSON.parse((await run(['stack', 'output', '--json', 'receipt'])).stdout) as HandoffReceipt);
+    await copyFile(join(env.dir, 'state', '.pulumi', 'stacks', PROJECT, `${stack}.json`), statePath);
+    return { ...(receipt ? { receipt } : { error: up.error }), stack, updateSeconds, statePath, logPath };
+  } finally {
+    await removeStack(env, stack);
+  }
+}
+
+/** Sets the stack's config: plain values with `config set-all`, secrets one by one on stdin. */
+async function configure(
+  bed: HandoffBed,
+  run: (args: readonly string[], input?: string) => Promise<unknown>,
+): Promise<void> {
+  const s = bed.side;
+  const plain: Record<string, string> = {
+    clusterName: bed.clusterName,
+    gitUrl: s.git.repoUrl('cluster-config'),
+    gitPath: s.gitPath,
+    gitRevision: s.revision,
+    manifests: s.pushDir,
+    pullUsername: s.git.credentials.username,
+    // The controller backs off after failed pulls (up to 30 s) before it reads the pushed credential again.
+    takeoverTimeoutSeconds: '150',
+    auditLog: s.auditLogPath,
+    signingKey: s.signingKeyPath,
+    journalDir: s.journalDir,
+  };
+  await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
+  const webhook = parse(await readFile(s.webhookSecretPath, 'utf8')) as { secret: string };
+  const secrets: Record<string, string> = {
+    kubeconfig: await readFile(bed.kubeconfigPath, 'utf8'),
+    pullPassword: s.git.credentials.password,
+    webhookSecret: webhook.secret,
+  };
+  for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
+}
+
+/** Removes the stack (its state and stacks/local/Pulumi.<stack>.yaml), then the environment's processes and files. */
+async function removeStack(env: PulumiEnv, stack: string): Promise<void> {
+  await env
+    .run(['stack', 'rm', '--yes', '--force', '--stack', stack], { cwd: STACK_DIR, stack })
+    .catch(() => undefined);
+  await env.cleanup();
+}
+
+/** The messages of an error and its causes (the CLI's error carries what it printed). */
+function errorText(err: unknown): string {
+  let text = '';
+  for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) text += `${e.message}\n`;
+  return text.trim();
+}
