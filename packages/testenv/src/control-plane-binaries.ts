@@ -29,6 +29,7 @@ function kubeSpec(): GoBuildSpec {
   const pkg = 'k8s.io/component-base/version';
   return {
     name: 'kube',
+    usualSeconds: 750,
     moduleDir: join(goModulesDir, 'kube'),
     packages: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((c) => `k8s.io/kubernetes/cmd/${c}`),
     // Upstream builds these static and with these tags (hack/lib/golang.sh); the stamps make /version truthful.
@@ -48,6 +49,7 @@ function kubeSpec(): GoBuildSpec {
 function etcdSpec(): GoBuildSpec {
   return {
     name: 'etcd',
+    usualSeconds: 85,
     moduleDir: join(goModulesDir, 'etcd'),
     packages: ['go.etcd.io/etcd/server/v3'],
     outputNames: ['etcd'],
@@ -59,6 +61,7 @@ function etcdSpec(): GoBuildSpec {
 function kwokSpec(): GoBuildSpec {
   return {
     name: 'kwok',
+    usualSeconds: 130,
     moduleDir: join(goModulesDir, 'kwok'),
     packages: ['sigs.k8s.io/kwok/cmd/kwok'],
     env: { CGO_ENABLED: '0' },

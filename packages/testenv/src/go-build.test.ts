@@ -29,8 +29,20 @@ describe('ensureGoBuild', () => {
       packages: ['example.com/hello'],
       ldflags: ['-X main.Version=v1'],
       versions: { hello: 'v1' },
+      usualSeconds: 65,
     };
-    const first = await ensureGoBuild(spec, { cacheDir: join(dir, 'cache') });
+    const progress: string[] = [];
+    const first = await ensureGoBuild(spec, {
+      cacheDir: join(dir, 'cache'),
+      onProgress: (line) => progress.push(line),
+      progressIntervalMs: 1,
+    });
+    // While it builds, the elapsed time is shown against the usual duration (a long wait is not a hang).
+    expect(progress[0]).toMatch(/^building hello \(hello v1, usually about 1:05 on 2 cores\); log: /);
+    expect(progress).toContainEqual(
+      expect.stringMatching(/^building hello: 0:\d\d elapsed, usually about 1:05 on 2 cores; log: .*\.build\.log$/),
+    );
+    expect(progress.at(-1)).toMatch(/^built hello in [\d.]+ s$/);
     expect(first.built).toBe(true);
     expect(first.sizes.hello).toBeGreaterThan(0);
     expect(first.buildCpuSeconds === null || first.buildCpuSeconds >= 0).toBe(true);

@@ -19,11 +19,13 @@ const CONTROLLERS = [
     name: 'flux-source-controller',
     module: 'github.com/fluxcd/source-controller',
     version: FLUX_VERSIONS.sourceController,
+    usualSeconds: 590,
   },
   {
     name: 'flux-kustomize-controller',
     module: 'github.com/fluxcd/kustomize-controller',
     version: FLUX_VERSIONS.kustomizeController,
+    usualSeconds: 405,
   },
 ] as const;
 
@@ -70,6 +72,7 @@ function controllerSpec(c: (typeof CONTROLLERS)[number]): GoBuildSpec {
     name: c.name,
     moduleDir,
     packages: [c.module],
+    usualSeconds: c.usualSeconds,
     env: { CGO_ENABLED: '0' },
     versions: { [c.module.split('/').at(-1)!]: c.version },
     // The CRDs ship in the module zip the binary is built from: take them from there, never from our repository.

@@ -57,6 +57,7 @@ export interface EnsurePulumiEngineOptions {
 function cliSpec(): GoBuildSpec {
   return {
     name: 'pulumi',
+    usualSeconds: 520,
     moduleDir: join(goModulesDir, 'pulumi'),
     packages: ['github.com/pulumi/pulumi/pkg/v3/cmd/pulumi'],
     // As upstream's release build (.goreleaser.yml): Automation API refuses a CLI whose `pulumi version` is empty.
@@ -70,6 +71,7 @@ function cliSpec(): GoBuildSpec {
 function providerSpec(moduleDir: string): GoBuildSpec {
   return {
     name: 'pulumi-kubernetes',
+    usualSeconds: 730,
     moduleDir,
     packages: ['baton.dev/testenv/pulumi-kubernetes'],
     outputNames: ['pulumi-resource-kubernetes'],
