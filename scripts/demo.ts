@@ -60,8 +60,11 @@ err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );
 const ac = new AbortController();
-const onSignal = (sig: NodeJS.Signals) =>
+const onSignal = (sig: NodeJS.Signals) => {
+  if (via === 'pulumi')
+    err(`received ${sig}; waiting for \`pulumi up\` to finish the handoff (it revokes the credential)…`);
   ac.abort(new Error(`received ${sig}; revoking the bootstrap credential before exit`));
+};
 process.once('SIGINT', onSignal);
 process.once('SIGTERM', onSignal);
 let exitCode = 1;

@@ -43,13 +43,16 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
   });
   const run = (args: readonly string[], input?: string) =>
     env.run([...args, '--stack', stack], { cwd: STACK_DIR, stack, signal, ...(input === undefined ? {} : { input }) });
+  // `up` is not killed on abort: killing the engine would kill the provider mid-handoff, before it revokes the
+  // bootstrap credential. The handoff runs to its end (revoked, proved, recorded) and the demo stops after it.
+  const runUp = () => env.run(['up', '--yes', '--stack', stack], { cwd: STACK_DIR, stack });
   const statePath = join(outDir, 'pulumi-state.json');
   const logPath = join(outDir, 'pulumi-up.log');
   try {
     await env.run(['stack', 'init', stack], { cwd: STACK_DIR, stack, signal });
     await configure(bed, run);
     const t0 = performance.now();
-    const up = await run(['up', '--yes']).then(
+    const up = await runUp().then(
       (r) => ({ text: r.stdout + r.stderr, error: undefined }),
       (err: unknown) => ({ text: errorText(err), error: errorText(err) }),
     );
