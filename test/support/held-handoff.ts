@@ -23,7 +23,7 @@ const objects = new Proxy(clients.objects, {
     if (typeof value !== 'function') return value;
     return async (...args: unknown[]) => {
       const o = args[0] as { kind?: string; metadata?: { name?: string } } | undefined;
-      if (prop === 'patch' && o?.kind === 'ConfigMap' && o.metadata?.name === RECEIPT_NAME && holdAt === 'recorded')
+      if (prop === 'apply' && o?.kind === 'ConfigMap' && o.metadata?.name === RECEIPT_NAME && holdAt === 'recorded')
         await hold(holdAt);
       return (value as (...a: unknown[]) => unknown).apply(target, args);
     };
