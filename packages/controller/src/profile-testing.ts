@@ -1,3 +1,4 @@
+import { expectedRevisionValue } from '@baton/core/profile';
 import type { KubeClient } from './kube-client.js';
 import type { Profile } from './profile.js';
 
@@ -11,12 +12,13 @@ export async function simulateReconciledStatus(
   profile: Profile,
   kube: KubeClient,
   revision: string,
-  options: { isHealthy?: boolean } = {},
+  options: { isHealthy?: boolean; ref?: string } = {},
 ): Promise<void> {
-  const ref = profile.revision.object;
-  const path = `${await kube.collectionPath(ref.apiVersion, ref.kind, ref.namespace)}/${ref.name}`;
+  const obj = profile.revision.object;
+  const path = `${await kube.collectionPath(obj.apiVersion, obj.kind, obj.namespace)}/${obj.name}`;
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const healthy = options.isHealthy ?? true;
+  const ref = options.ref ?? 'main';
   const ready = {
     type: 'Ready',
     status: healthy ? 'True' : 'False',
@@ -40,18 +42,28 @@ export async function simulateReconciledStatus(
     );
     return;
   }
-  const status =
-    profile.name === 'flux'
-      ? {
-          lastAppliedRevision: `main@sha1:${revision}`,
-          lastAttemptedRevision: `main@sha1:${revision}`,
-          observedGeneration: 1,
-          conditions: [ready],
-        }
-      : {
-          lastAppliedRevision: revision,
-          lastAttemptedRevision: revision,
-          conditions: [{ ...ready, reason: healthy ? 'Succeeded' : 'ApplyFailed' }],
-        };
-  await kube.call('PATCH', `${path}/status`, { status }, 'application/merge-patch+json');
+  // Every rule object (the revision object and the sources, e.g. Flux's Kustomization and GitRepository) reports the
+  // commit in its own path and format, Ready as planned.
+  for (const rule of [profile.revision, ...profile.sources]) {
+    const value = expectedRevisionValue(rule, revision, ref);
+    const status: Record<string, unknown> = {
+      observedGeneration: 1,
+      conditions: [{ ...ready, reason: healthy ? 'Succeeded' : 'ApplyFailed' }],
+    };
+    setPath(status, rule.path.replace(/^status\./, ''), value);
+    if (rule.path === 'status.lastAppliedRevision') status.lastAttemptedRevision = value;
+    const r = rule.object;
+    const rulePath = `${await kube.collectionPath(r.apiVersion, r.kind, r.namespace)}/${r.name}`;
+    await kube.call('PATCH', `${rulePath}/status`, { status }, 'application/merge-patch+json');
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let cur = target;
+  for (const p of parts.slice(0, -1)) {
+    cur[p] ??= {};
+    cur = cur[p] as Record<string, unknown>;
+  }
+  cur[parts.at(-1)!] = value;
 }

@@ -1,8 +1,9 @@
-// Writes schemas/handoff-plan.schema.json from the zod schema; `handoff-plan.test.ts` fails when it is stale.
+// Writes schemas/*.schema.json from the zod schemas; `handoff-plan.test.ts` and `profile.test.ts` fail when stale.
 import { writeFileSync } from 'node:fs';
 import { handoffPlanJsonSchema } from '../src/handoff-plan.js';
+import { profileJsonSchema } from '../src/profile.js';
 
-writeFileSync(
-  new URL('../schemas/handoff-plan.schema.json', import.meta.url),
-  `${JSON.stringify(handoffPlanJsonSchema(), null, 2)}\n`,
-);
+const write = (name: string, schema: Record<string, unknown>) =>
+  writeFileSync(new URL(`../schemas/${name}`, import.meta.url), `${JSON.stringify(schema, null, 2)}\n`);
+write('handoff-plan.schema.json', handoffPlanJsonSchema());
+write('profile.schema.json', profileJsonSchema());

@@ -54,7 +54,8 @@ async function expectTakeoverFlow(profile: Profile, installFile: string, syncFil
   expect(old.gaps.some((g) => g.rule === 'revision' && g.message.includes(REVISION))).toBe(true);
   await simulateReconciledStatus(profile, env.admin, REVISION, { isHealthy: false });
   const unhealthy = await checkTakeover(profile, env.admin, REVISION);
-  expect(unhealthy.gaps.map((g) => g.rule)).toEqual(['condition']);
+  // One condition gap per rule object (Flux: the Kustomization and the GitRepository), nothing else.
+  expect(unhealthy.gaps.map((g) => g.rule)).toEqual([profile.revision, ...profile.sources].map(() => 'condition'));
   await simulateReconciledStatus(profile, env.admin, REVISION);
   const done = await checkTakeover(profile, env.admin, REVISION);
   expect(done).toMatchObject({ isTakenOver: true, gaps: [] });
@@ -62,9 +63,10 @@ async function expectTakeoverFlow(profile: Profile, installFile: string, syncFil
 }
 
 describe('GitOps controller profiles', () => {
-  it('flux: four controllers Available, CRDs Established, Kustomization flux-system Ready at main@sha1:<commit>', async () => {
+  it('flux: both controllers Available, CRDs Established, Kustomization and GitRepository Ready at main@sha1:<commit>', async () => {
     const profile = await loadProfile(join(ROOT, 'bootstrap-manifests/flux'));
-    expect(profile.revision.match).toBe('suffix');
+    expect(profile.revision.format).toBe('{ref}@sha1:{commit}');
+    expect(profile.sources.map((s) => s.object.kind)).toEqual(['GitRepository']);
     const done = await expectTakeoverFlow(profile, 'flux-install.yaml', 'flux-sync.yaml');
     expect(done.observedRevision).toBe(`main@sha1:${REVISION}`);
   });

@@ -1,0 +1,229 @@
+// A controller profile: the rules that say a GitOps controller has taken over. Read by the handoff engine (with the
+// plan) and by @baton/controller's own check; this module depends on zod and yaml only, so the controller can use it
+// without the Kubernetes client behind @baton/core's main entry.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '@baton/errors';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { fromZodError } from 'zod-validation-error';
+
+const ObjectRefSchema = z.strictObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().min(1),
+  namespace: z.string().min(1).optional(),
+  name: z.string().min(1),
+});
+
+const ConditionRuleSchema = z
+  .strictObject({
+    path: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('dotted path whose value must equal `equals` (e.g. `status.sync.status`)'),
+    conditionType: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('a condition type in `status.conditions` that must be `equals`'),
+    equals: z.string().default('True'),
+  })
+  .refine((c) => (c.path === undefined) !== (c.conditionType === undefined), {
+    message: 'set exactly one of path or conditionType',
+  });
+
+/** An object that must report the declared commit, and the conditions that must hold on it. */
+const RevisionRuleSchema = z.strictObject({
+  object: ObjectRefSchema,
+  path: z.string().min(1).describe('dotted path of the reported revision, e.g. `status.lastAppliedRevision`'),
+  format: z
+    .string()
+    .regex(/\{commit\}/, 'must contain {commit}')
+    .optional()
+    .describe('the exact value reported for commit {commit} of ref {ref}, e.g. Flux `{ref}@sha1:{commit}`'),
+  match: z
+    .enum(['exact', 'suffix'])
+    .default('exact')
+    .describe('without `format`: the value is the commit (exact) or ends in it (suffix)'),
+  conditions: z.array(ConditionRuleSchema).default([]),
+});
+
+/** Pushed objects the controller does not take over, with why (they are listed as push-only, never waited for). */
+const PushOnlyRuleSchema = z.strictObject({
+  kind: z.string().min(1),
+  name: z.string().min(1).optional().describe('@default every object of the kind'),
+  reason: z.string().min(1),
+});
+
+/** A GitOps controller profile: how to tell that it is installed, healthy, and has taken over. */
+export const ProfileSchema = z
+  .strictObject({
+    name: z.string().min(1).describe('profile name, e.g. flux'),
+    description: z.string().optional(),
+    namespace: z.string().min(1).describe('where the controller runs'),
+    deployments: z.array(z.string().min(1)).default([]).describe('Deployments that must be Available'),
+    statefulSets: z.array(z.string().min(1)).default([]).describe('StatefulSets whose replicas must all be ready'),
+    crds: z.array(z.string().min(1)).default([]).describe('CRDs that must be Established'),
+    revision: RevisionRuleSchema.describe('the object that reports the reconciled Git revision'),
+    sources: z
+      .array(RevisionRuleSchema)
+      .default([])
+      .describe('further objects that must report the same commit (Flux: the GitRepository)'),
+    fieldManagers: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('field managers the controller applies with; the plan’s controller.fieldManager must be one'),
+    pushOnly: z.array(PushOnlyRuleSchema).default([]),
+  })
+  .describe('baton controller profile');
+
+/** A validated profile. */
+export type Profile = z.infer<typeof ProfileSchema>;
+/** One revision rule of a profile. */
+export type RevisionRule = Profile['revision'];
+/** One condition rule of a revision rule. */
+export type ConditionRule = RevisionRule['conditions'][number];
+
+/** A profile with the file it came from and a digest of its rules (for the audit record). */
+export interface LoadedProfile {
+  readonly file: string;
+  /** `sha256:<hex>` of the file's bytes. */
+  readonly digest: string;
+  readonly profile: Profile;
+}
+
+/**
+ * Validates a profile object.
+ * @throws {ConfigError} naming `where` and the field path.
+ */
+export function parseProfile(raw: unknown, where: string): Profile {
+  const r = ProfileSchema.safeParse(raw);
+  if (!r.success) {
+    throw new ConfigError(
+      `${where}: ${fromZodError(r.error, { prefix: 'invalid profile', prefixSeparator: ': ' }).message}`,
+      { details: { file: where, issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) } },
+    );
+  }
+  return r.data;
+}
+
+/** The profile file of a profile folder (`bootstrap-manifests/flux` → its `rules/profile.yaml`) or the file itself. */
+export function profileFile(path: string): string {
+  return /\.ya?ml$/.test(path) ? path : join(path, 'rules', 'profile.yaml');
+}
+
+/**
+ * Reads and validates a profile (YAML 1.1): a profile folder (its `rules/profile.yaml`, outside the top level the
+ * push reads as manifests) or the YAML file itself.
+ * @throws {ConfigError} naming the file and field.
+ */
+export function loadProfile(path: string): LoadedProfile {
+  const file = profileFile(path);
+  let text: string;
+  let raw: unknown;
+  try {
+    text = readFileSync(file, 'utf8');
+    raw = parse(text, { version: '1.1' });
+  } catch (err) {
+    throw new ConfigError(
+      `${file}: cannot be read or parsed: ${(err as Error).message}; fix the profile or point takeover.profile elsewhere`,
+      { cause: err },
+    );
+  }
+  return {
+    file,
+    digest: `sha256:${createHash('sha256').update(text).digest('hex')}`,
+    profile: parseProfile(raw, file),
+  };
+}
+
+/** The profile a manifest directory carries in `rules/profile.yaml`, or undefined when it carries none. */
+export function findProfile(manifestDir: string): LoadedProfile | undefined {
+  const file = profileFile(manifestDir);
+  return existsSync(file) ? loadProfile(file) : undefined;
+}
+
+/** The value a rule's object reports once it has reconciled `commit` of `ref` (for messages and test helpers). */
+export function expectedRevisionValue(rule: RevisionRule, commit: string, ref: string): string {
+  return rule.format ? rule.format.replaceAll('{ref}', ref).replaceAll('{commit}', commit) : commit;
+}
+
+/** Whether `observed` reports `commit` of `ref` under the rule. */
+export function revisionMatches(
+  rule: RevisionRule,
+  observed: string | undefined,
+  commit: string,
+  ref: string,
+): boolean {
+  if (observed === undefined) return false;
+  if (rule.format) return observed === expectedRevisionValue(rule, commit, ref);
+  return rule.match === 'exact' ? observed === commit : observed.endsWith(commit);
+}
+
+/**
+ * Why a revision rule does not hold on its object (read by the caller), one message per unmet part; empty when it
+ * holds. `object` undefined means it does not exist (yet).
+ */
+export function revisionRuleGaps(
+  rule: RevisionRule,
+  object: unknown,
+  commit: string,
+  ref: string,
+): { readonly observed: string | undefined; readonly gaps: readonly RuleGap[] } {
+  if (object === undefined) return { observed: undefined, gaps: [{ rule: 'revision', message: 'does not exist' }] };
+  const v = valueAt(object, rule.path);
+  const observed = typeof v === 'string' ? v : undefined;
+  const gaps: RuleGap[] = [];
+  if (!revisionMatches(rule, observed, commit, ref)) {
+    const want = rule.format || rule.match === 'exact' ? expectedRevisionValue(rule, commit, ref) : `…${commit}`;
+    gaps.push({ rule: 'revision', message: `${rule.path} is ${JSON.stringify(v ?? null)}, expected ${want}` });
+  }
+  for (const c of rule.conditions) {
+    const message = conditionGap(object, c);
+    if (message) gaps.push({ rule: 'condition', message });
+  }
+  return { observed, gaps };
+}
+
+/** One unmet part of a revision rule. */
+export interface RuleGap {
+  readonly rule: 'revision' | 'condition';
+  readonly message: string;
+}
+
+type Conditions = { type: string; status: string; message?: string }[];
+
+/** Why one condition rule does not hold on `obj`, or undefined when it holds. */
+export function conditionGap(obj: unknown, c: ConditionRule): string | undefined {
+  if (c.conditionType) {
+    const cond = (valueAt(obj, 'status.conditions') as Conditions | undefined)?.find((x) => x.type === c.conditionType);
+    if (cond?.status === c.equals) return undefined;
+    const why = cond?.message ? ` (${cond.message.slice(0, 200)})` : '';
+    return `condition ${c.conditionType} is ${cond?.status ?? 'missing'}, expected ${c.equals}${why}`;
+  }
+  if (!c.path) return undefined;
+  const got = valueAt(obj, c.path);
+  return got === c.equals ? undefined : `${c.path} is ${JSON.stringify(got ?? null)}, expected ${c.equals}`;
+}
+
+/** Whether a pushed object (kind and name) is push-only under the profile; its reason when it is. */
+export function pushOnlyReason(profile: Profile, kind: string, name: string): string | undefined {
+  return profile.pushOnly.find((r) => r.kind === kind && (r.name === undefined || r.name === name))?.reason;
+}
+
+/** Reads a dotted path (`status.sync.revision`) from an object. */
+export function valueAt(obj: unknown, path: string): unknown {
+  let cur: unknown = obj;
+  for (const part of path.split('.')) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** JSON Schema (draft 2020-12) of a profile file as written, from the same zod schema. */
+export function profileJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(ProfileSchema, { io: 'input', target: 'draft-2020-12' }) as Record<string, unknown>;
+}
