@@ -46,6 +46,9 @@ export const PlanSchema = z.strictObject({
     profile: Name.describe('bootstrap-manifests profile that was pushed'),
     bundleDigest: Sha256Digest.describe('SHA-256 of the rendered manifest bundle'),
     objectCount: z.number().int().nonnegative().describe('objects in the bundle'),
+    profileDigest: Sha256Digest.optional().describe(
+      'SHA-256 of the profile file whose takeover rules were checked (absent: only the plan’s controller.status)',
+    ),
     controller: z.strictObject({
       name: Name,
       namespace: Name,
@@ -61,6 +64,12 @@ export const PlanSchema = z.strictObject({
       path: z.string().max(1024).describe('directory in the repository'),
     }),
     serviceAccount: z.strictObject({ namespace: Name, name: Name }).describe('identity the controller runs as'),
+    privilege: z
+      .enum(['scoped', 'cluster-admin'])
+      .optional()
+      .describe(
+        'what the pull side may do: the roles the install declares (scoped), or cluster-admin, chosen in the plan',
+      ),
   }),
 });
 

@@ -106,6 +106,12 @@ export const HandoffPlanSchema = z
       serviceAccount: Name,
       fieldManager: z.string().default('baton-controller').describe('field manager the controller applies with'),
       status: ControllerStatusSchema,
+      privilege: z
+        .enum(['scoped', 'cluster-admin'])
+        .default('scoped')
+        .describe(
+          'what the controller may apply from Git: only the roles the install declares (scoped), or cluster-admin (Flux’s upstream choice); cluster-admin lets the set bind the controller’s ServiceAccounts to it, and the audit event records the choice',
+        ),
     }),
     takeover: z
       .strictObject({
@@ -114,6 +120,13 @@ export const HandoffPlanSchema = z
           .boolean()
           .default(true)
           .describe('fail when the controller does not own every pushed object'),
+        profile: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'controller profile whose takeover rules are checked too (a profile folder or its rules/profile.yaml, relative to the plan); @default push.manifests/rules/profile.yaml when it exists',
+          ),
       })
       .prefault({}),
     audit: z.strictObject({
@@ -175,6 +188,7 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
           ...(p.pull.credential.fromFile ? { fromFile: abs(p.pull.credential.fromFile) } : {}),
         },
       },
+      takeover: { ...p.takeover, ...(p.takeover.profile ? { profile: abs(p.takeover.profile) } : {}) },
       audit: { ...p.audit, logPath: abs(p.audit.logPath), signingKeyPath: abs(p.audit.signingKeyPath) },
       journalDir: abs(p.journalDir),
     },

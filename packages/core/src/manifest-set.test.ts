@@ -6,6 +6,7 @@ import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
 import { loadHandoffPlan } from './handoff-plan.js';
 import { planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
+import { loadProfile } from './profile.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/handoff/', import.meta.url));
 const { plan } = loadHandoffPlan(`${fixtures}plan.yaml`);
@@ -44,7 +45,7 @@ describe('validateManifestSet', () => {
       'pod.yaml#0 (line 1): Pod "default/sneaky" is refused: kind Pod is not part of a controller install',
     );
     expect(message).toContain(
-      'pod.yaml#1 (line 10): ClusterRoleBinding "ci-admin" binds ClusterRole cluster-admin, which is not part of the install (cluster-admin is never granted by a push)',
+      'pod.yaml#1 (line 10): ClusterRoleBinding "ci-admin" binds ClusterRole cluster-admin, which the plan does not choose; remove the binding (the default), or set controller.privilege: cluster-admin',
     );
     expect(message).toContain(
       "to ServiceAccount default/ci, which is not the controller's; remove it or bind the controller's own ServiceAccount",
@@ -74,6 +75,89 @@ describe('validateManifestSet', () => {
       /Secret "gitops-system\/push-token" is refused: the only Secret/,
     );
     expect(() => validateManifestSet(objs, plan)).toThrow(/not pinned by digest/);
+  });
+});
+
+describe('validateManifestSet: the pull side’s privilege, Services and the profile', () => {
+  const at = (object: Record<string, unknown>, file = 'extra.yaml') => ({
+    object: object as never,
+    file,
+    doc: 0,
+    line: 1,
+  });
+  const adminBinding = (subject: string) =>
+    at({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `admin-${subject}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: subject, namespace: 'gitops-system' }],
+    });
+
+  it('binds cluster-admin only when the plan chooses it, and then only to the controller’s own ServiceAccounts', () => {
+    const good = readManifestDir(plan.push.manifests);
+    expect(() => validateManifestSet([...good, adminBinding('gitops-controller')], plan)).toThrow(
+      /binds ClusterRole cluster-admin, which the plan does not choose/,
+    );
+    const chosen = { ...plan, controller: { ...plan.controller, privilege: 'cluster-admin' as const } };
+    const set = validateManifestSet([...good, adminBinding('gitops-controller')], chosen);
+    expect(set.objects.some((m) => m.object.metadata.name === 'admin-gitops-controller')).toBe(true);
+    expect(() => validateManifestSet([...good, adminBinding('intruder')], chosen)).toThrow(
+      /to ServiceAccount gitops-system\/intruder, which is not the controller's/,
+    );
+  });
+
+  it('accepts a ClusterIP Service, refuses one that exposes the cluster or carries external IPs', () => {
+    const good = readManifestDir(plan.push.manifests);
+    const svc = (spec: Record<string, unknown>) =>
+      at({ apiVersion: 'v1', kind: 'Service', metadata: { name: `svc-${Object.keys(spec).join('-')}` }, spec });
+    const set = validateManifestSet([...good, svc({ ports: [{ port: 80 }] })], plan);
+    expect(set.objects.map((m) => m.object.kind).indexOf('Service')).toBe(
+      set.objects.map((m) => m.object.kind).indexOf('Deployment') - 1,
+    );
+    expect(() => validateManifestSet([...good, svc({ type: 'NodePort' })], plan)).toThrow(
+      /type NodePort exposes the cluster outside/,
+    );
+    expect(() => validateManifestSet([...good, svc({ externalIPs: ['10.0.0.1'] })], plan)).toThrow(
+      /externalIPs can capture traffic/,
+    );
+  });
+
+  it('takes push-only objects from the profile, and refuses a profile that does not describe the plan’s controller', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'profile-'));
+    const file = join(dir, 'profile.yaml');
+    const write = (over: Record<string, string>) =>
+      writeFileSync(
+        file,
+        [
+          `name: ${over.name ?? plan.push.profile}`,
+          `namespace: ${over.namespace ?? plan.controller.namespace}`,
+          `fieldManagers: [${over.fieldManager ?? plan.controller.fieldManager}]`,
+          'revision: { object: { apiVersion: v1, kind: ConfigMap, name: status }, path: data.revision }',
+          'pushOnly:',
+          '  - { kind: ClusterRole, reason: its own RBAC }',
+          '  - { kind: Role, name: gitops-controller, reason: its own RBAC }',
+        ].join('\n'),
+      );
+    write({});
+    const set = validateManifestSet(readManifestDir(plan.push.manifests), plan, undefined, loadProfile(file));
+    expect(set.pushOnly).toEqual(['ClusterRole/gitops-controller', 'Role/gitops-system/gitops-controller']);
+    expect(set.profile?.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    write({ name: 'flux', namespace: 'flux-system', fieldManager: 'kustomize-controller' });
+    let message = '';
+    try {
+      validateManifestSet(readManifestDir(plan.push.manifests), plan, undefined, loadProfile(file));
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain(`${file} is profile flux, but the plan's push.profile is ${plan.push.profile}`);
+    expect(message).toContain(`runs the controller in namespace flux-system`);
+    expect(message).toContain(`set controller.fieldManager: kustomize-controller`);
+    writeFileSync(
+      file,
+      'name: x\nnamespace: n\nrevision: { object: { apiVersion: v1, kind: K, name: a }, path: p }\nsource: []\n',
+    );
+    expect(() => loadProfile(file)).toThrow(/profile\.yaml: invalid profile: .*source/);
   });
 });
 

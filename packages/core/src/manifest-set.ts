@@ -5,6 +5,7 @@ import { ConfigError } from '@baton/errors';
 import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube';
 import { LineCounter, parse, parseAllDocuments } from 'yaml';
 import type { HandoffPlan } from './handoff-plan.js';
+import { findProfile, type LoadedProfile, loadProfile, pushOnlyReason } from './profile.js';
 
 /** One object of the manifest set, with where it came from. */
 export interface ManifestObject {
@@ -23,8 +24,13 @@ export interface ManifestSet {
   readonly objects: readonly ManifestObject[];
   /** `sha256:<hex>` over the canonical JSON of the objects in apply order. */
   readonly digest: string;
-  /** Objects the push creates that never live in Git (plan-declared Secrets), as Kind/namespace/name. */
+  /**
+   * Objects the push creates that the controller does not take over, as Kind/namespace/name: plan-declared Secrets
+   * (never in Git) and what the profile lists as push-only (e.g. CRDs and RBAC a scoped Flux cannot apply).
+   */
   readonly pushOnly: readonly string[];
+  /** The profile whose takeover rules are checked too, when the plan names one or the manifests carry one. */
+  readonly profile?: LoadedProfile;
   /** The controller's image reference without digest, and its digest. */
   readonly controllerImage: { readonly image: string; readonly digest: string };
 }
@@ -75,13 +81,14 @@ export const APPLY_ORDER: readonly string[] = [
   'RoleBinding',
   'Secret',
   'ConfigMap',
+  'Service',
   'Deployment',
 ];
 
 /**
  * Checks a manifest set against the plan and the install rules, and returns it in apply order. Every violation is
  * reported at once, each naming the file, the object and the rule; nothing is created by a refused set.
- * Rules: only install kinds; everything namespaced lives in the controller namespace (missing namespaces default
+ * Rules: only install kinds; Services are ClusterIP without external IPs; everything namespaced lives in the controller namespace (missing namespaces default
  * to it); the only Namespace is the controller's; bindings bind only ServiceAccounts of the set to roles of the
  * set (never cluster-admin or another existing role); the only Secrets are the pull credential and push.secrets; kinds a CRD of the set defines are allowed; the
  * controller's ServiceAccount and Deployment are present and the Deployment pins its image by digest.
@@ -91,6 +98,7 @@ export function validateManifestSet(
   fromDir: readonly ManifestObject[],
   plan: HandoffPlan,
   dir = plan.push.manifests,
+  profile?: LoadedProfile,
 ): ManifestSet {
   const generated = planSecrets(plan);
   const raw = [...fromDir, ...generated];
@@ -108,6 +116,7 @@ export function validateManifestSet(
   checkInstallRules(objects, set, plan, violations);
   checkRequiredObjects(set, plan, violations);
   const controllerImage = controllerImageOf(objects, plan, violations);
+  if (profile) checkProfile(profile, plan, violations);
   if (violations.problems.length > 0) {
     const { problems } = violations;
     throw new ConfigError(`manifest set ${dir} is refused, nothing was created:\n  - ${problems.join('\n  - ')}`, {
@@ -115,8 +124,38 @@ export function validateManifestSet(
     });
   }
   const ordered = [...objects].sort((a, b) => applyRank(a.object.kind) - applyRank(b.object.kind));
-  const pushOnly = generated.map((m) => `Secret/${ns}/${m.object.metadata.name}`);
-  return { dir, objects: ordered, digest: setDigest(ordered), controllerImage, pushOnly };
+  const pushOnly = [
+    ...generated.map((m) => `Secret/${ns}/${m.object.metadata.name}`),
+    ...(profile
+      ? ordered
+          .filter((m) => pushOnlyReason(profile.profile, m.object.kind, m.object.metadata.name) !== undefined)
+          .map((m) => describeObject(m.object))
+      : []),
+  ];
+  return {
+    dir,
+    objects: ordered,
+    digest: setDigest(ordered),
+    controllerImage,
+    pushOnly: [...new Set(pushOnly)],
+    ...(profile ? { profile } : {}),
+  };
+}
+
+/** The profile must describe the plan's controller: same name, namespace and field manager. */
+function checkProfile({ file, profile }: LoadedProfile, plan: HandoffPlan, violations: Violations): void {
+  if (profile.name !== plan.push.profile)
+    violations.add(
+      `${file} is profile ${profile.name}, but the plan's push.profile is ${plan.push.profile}; set push.profile: ${profile.name} or point takeover.profile at the ${plan.push.profile} profile`,
+    );
+  if (profile.namespace !== plan.controller.namespace)
+    violations.add(
+      `${file} runs the controller in namespace ${profile.namespace}, but the plan's controller.namespace is ${plan.controller.namespace}; make them equal`,
+    );
+  if (profile.fieldManagers.length > 0 && !profile.fieldManagers.includes(plan.controller.fieldManager))
+    violations.add(
+      `${file} says ${profile.name} applies as ${profile.fieldManagers.join(', ')}, but the plan's controller.fieldManager is ${plan.controller.fieldManager}; the takeover would never be seen: set controller.fieldManager: ${profile.fieldManagers[0]}`,
+    );
 }
 
 /** The violations of one manifest set, each naming the file, document and line. */
@@ -223,22 +262,37 @@ function checkInstallRules(
         `is refused: the only Secrets an install carries are the pull credential and push.secrets (${allowedSecrets.join(', ')})`,
       );
     }
-    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') checkBinding(m, set, ns, violations);
+    if (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
+      checkBinding(m, set, ns, plan.controller.privilege, violations);
+    if (o.kind === 'Service') checkService(m, violations);
   }
 }
 
-/** A binding binds only ServiceAccounts of the set to roles of the set (never cluster-admin or an existing role). */
-function checkBinding(m: ManifestObject, set: DeclaredObjects, ns: string, violations: Violations): void {
+/**
+ * A binding binds only ServiceAccounts of the set to roles of the set, never an existing role; cluster-admin only
+ * with the plan's `controller.privilege: cluster-admin`, as a ClusterRoleBinding.
+ */
+function checkBinding(
+  m: ManifestObject,
+  set: DeclaredObjects,
+  ns: string,
+  privilege: HandoffPlan['controller']['privilege'],
+  violations: Violations,
+): void {
   const b = m.object as unknown as {
     roleRef?: { kind?: string; name?: string };
     subjects?: { kind?: string; name?: string; namespace?: string }[];
   };
   const ref = b.roleRef;
+  const isChosenClusterAdmin =
+    privilege === 'cluster-admin' && m.object.kind === 'ClusterRoleBinding' && ref?.name === 'cluster-admin';
   if (!ref?.kind || !ref.name) violations.refuse(m, 'has no roleRef');
-  else if (ref.kind === 'ClusterRole' && !set.has('ClusterRole', ref.name)) {
+  else if (ref.kind === 'ClusterRole' && !set.has('ClusterRole', ref.name) && !isChosenClusterAdmin) {
     violations.refuse(
       m,
-      `binds ClusterRole ${ref.name}, which is not part of the install${ref.name === 'cluster-admin' ? ' (cluster-admin is never granted by a push)' : ''}; bind a ClusterRole declared in the manifest set`,
+      ref.name === 'cluster-admin'
+        ? 'binds ClusterRole cluster-admin, which the plan does not choose; remove the binding (the default), or set controller.privilege: cluster-admin in the plan to grant it deliberately (the audit event records the choice)'
+        : `binds ClusterRole ${ref.name}, which is not part of the install; bind a ClusterRole declared in the manifest set`,
     );
   } else if (ref.kind === 'Role' && !set.has('Role', ref.name)) {
     violations.refuse(
@@ -257,6 +311,18 @@ function checkBinding(m: ManifestObject, set: DeclaredObjects, ns: string, viola
     }
   }
   if ((b.subjects ?? []).length === 0) violations.refuse(m, 'has no subjects');
+}
+
+/** A pushed Service stays inside the cluster: ClusterIP, no external IPs (they can intercept other traffic). */
+function checkService(m: ManifestObject, violations: Violations): void {
+  const spec = (m.object as { spec?: { type?: string; externalIPs?: unknown[] } }).spec;
+  if ((spec?.type ?? 'ClusterIP') !== 'ClusterIP')
+    violations.refuse(
+      m,
+      `is refused: type ${spec?.type} exposes the cluster outside; an install pushes ClusterIP Services only (let the controller apply others from Git)`,
+    );
+  if ((spec?.externalIPs ?? []).length > 0)
+    violations.refuse(m, 'is refused: externalIPs can capture traffic for other addresses; remove spec.externalIPs');
 }
 
 /** The controller's ServiceAccount and the pull credential are part of every install. */
@@ -366,9 +432,14 @@ export function planSecrets(plan: HandoffPlan): ManifestObject[] {
   });
 }
 
-/** Reads and validates the plan's manifest directory. @throws {ConfigError} as {@link validateManifestSet}. */
+/**
+ * Reads and validates the plan's manifest directory, with the profile the plan names (`takeover.profile`) or the
+ * directory carries (`rules/profile.yaml`).
+ * @throws {ConfigError} as {@link validateManifestSet}, or naming the profile file and field.
+ */
 export function loadManifestSet(plan: HandoffPlan): ManifestSet {
-  return validateManifestSet(readManifestDir(plan.push.manifests), plan);
+  const profile = plan.takeover.profile ? loadProfile(plan.takeover.profile) : findProfile(plan.push.manifests);
+  return validateManifestSet(readManifestDir(plan.push.manifests), plan, plan.push.manifests, profile);
 }
 
 function describeSafe(o: Partial<KubeObject>): string {

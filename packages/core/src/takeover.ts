@@ -1,6 +1,7 @@
 import { deploymentState, describeObject, type KubeClients, type KubeObject, readObject, readPath } from '@baton/kube';
 import type { HandoffPlan } from './handoff-plan.js';
 import type { ManifestSet } from './manifest-set.js';
+import { type Profile, revisionRuleGaps } from './profile.js';
 
 /** One look at whether the controller has taken over. */
 export interface TakeoverState {
@@ -27,9 +28,11 @@ interface ManagedFieldsEntry {
 
 /**
  * Checks, with the operator's credential, that the controller has really taken over: its Deployments are
- * Available, its status object reports `revision`, and its field manager owns every pushed object: it applies
- * the object, and every field the push applied is also applied by the controller (shared ownership of equal
- * values counts: the push identity is gone once revoked).
+ * Available, its status object reports `revision`, the profile's rules hold (when the set has a profile: its
+ * workloads ready, CRDs Established, revision and source objects reporting the commit in their format with their
+ * conditions, e.g. Flux's Kustomization and GitRepository Ready on `main@sha1:<commit>`), and its field manager owns
+ * every pushed object that is not push-only: it applies the object, and every field the push applied is also applied
+ * by the controller (shared ownership of equal values counts: the push identity is gone once revoked).
  * @throws {KubeApiError} when a read fails for another reason than "not found".
  */
 export async function checkTakeover(
@@ -44,6 +47,12 @@ export async function checkTakeover(
     const s = await deploymentState(operator, m.object.metadata.namespace ?? '', m.object.metadata.name);
     if (!s.isAvailable) reasons.push(`${describeObject(m.object)} not Available (${s.reason})`);
   }
+  if (set.profile) {
+    const checked = new Set(
+      set.objects.filter((m) => m.object.kind === 'Deployment').map((m) => m.object.metadata.name),
+    );
+    reasons.push(...(await profileGaps(operator, set.profile.profile, plan.pull.source.ref, revision, checked)));
+  }
   const st = plan.controller.status;
   const statusRef: KubeObject = {
     apiVersion: st.apiVersion,
@@ -53,8 +62,15 @@ export async function checkTakeover(
   const statusObj = await readObject(operator, statusRef);
   const seen = statusObj ? readPath(statusObj, st.revisionPath) : undefined;
   const revisionSeen = typeof seen === 'string' ? seen : undefined;
-  // Flux reports `main@sha1:<commit>`: a value that ends in the commit is that commit.
-  if (!revisionSeen?.endsWith(revision)) {
+  // Flux reports `main@sha1:<commit>`: a value that ends in the commit is that commit. A profile rule on the same
+  // field is stricter (its format) and already reported.
+  const profileRule = set.profile?.profile.revision;
+  const isProfileRule =
+    profileRule?.object.kind === st.kind &&
+    profileRule.object.name === st.name &&
+    (profileRule.object.namespace ?? '') === (statusRef.metadata.namespace ?? '') &&
+    profileRule.path === st.revisionPath;
+  if (!isProfileRule && !revisionSeen?.endsWith(revision)) {
     reasons.push(
       `${describeObject(statusRef)} ${st.revisionPath} is ${revisionSeen ?? 'absent'}, waiting for ${revision.slice(0, 12)}`,
     );
@@ -81,6 +97,52 @@ export async function checkTakeover(
     notTakenOver,
     pushOnly: set.pushOnly,
   };
+}
+
+/** Why the profile's rules do not hold yet, one message per unmet rule (Deployments of the set already checked). */
+async function profileGaps(
+  operator: KubeClients,
+  profile: Profile,
+  ref: string,
+  commit: string,
+  checkedDeployments: ReadonlySet<string>,
+): Promise<string[]> {
+  const gaps: string[] = [];
+  for (const name of profile.deployments.filter((d) => !checkedDeployments.has(d))) {
+    const s = await deploymentState(operator, profile.namespace, name);
+    if (!s.isAvailable) gaps.push(`Deployment ${profile.namespace}/${name} not Available (${s.reason})`);
+  }
+  for (const name of profile.statefulSets) {
+    const o = await readObject(operator, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name, namespace: profile.namespace },
+    });
+    const ready = Number(readPath(o, 'status.readyReplicas') ?? 0);
+    const want = Number(readPath(o, 'spec.replicas') ?? 1);
+    if (!o || ready < want) gaps.push(`StatefulSet ${profile.namespace}/${name} has ${ready}/${want} ready replicas`);
+  }
+  for (const name of profile.crds) {
+    const o = await readObject(operator, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name },
+    });
+    const conds = (readPath(o, 'status.conditions') as { type: string; status: string }[] | undefined) ?? [];
+    if (!conds.some((c) => c.type === 'Established' && c.status === 'True'))
+      gaps.push(`CustomResourceDefinition ${name} ${o ? 'not Established' : 'does not exist'}`);
+  }
+  for (const rule of [profile.revision, ...profile.sources]) {
+    const r = rule.object;
+    const objectRef: KubeObject = {
+      apiVersion: r.apiVersion,
+      kind: r.kind,
+      metadata: { name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) },
+    };
+    const found = revisionRuleGaps(rule, await readObject(operator, objectRef), commit, ref);
+    for (const g of found.gaps) gaps.push(`${describeObject(objectRef)} ${g.message}`);
+  }
+  return gaps;
 }
 
 /** True when `controller` applies `o` and owns every field `push` owns. */

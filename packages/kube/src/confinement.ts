@@ -230,8 +230,40 @@ function contentChecks(expected: KubeObject): ContentCheck[] {
     what: 'the set of top-level fields',
     expression: `object.all(k, k in ${celLiteral([...SERVER_FIELDS, ...keys])})`,
   });
-  for (const k of keys) checks.push(...equalityChecks('object', k, expected[k]));
+  for (const k of keys) {
+    const allocated = SERVER_ALLOCATED[expected.kind]?.[k];
+    if (allocated) checks.push(...allocatedFieldChecks(k, expected[k] as Record<string, unknown>, allocated));
+    else checks.push(...equalityChecks('object', k, expected[k]));
+  }
   return checks;
+}
+
+// Fields the API server fills in on create (before admission) that a plan cannot know: a Service's cluster IPs come
+// from the allocator, so a dry run's answer differs from the real create. They are allowed, not pinned.
+const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+  Service: { spec: ['clusterIP', 'clusterIPs'] },
+};
+
+/** `object.<key>` field by field as expected, except the allocated fields, which may be absent or any value. */
+function allocatedFieldChecks(
+  key: string,
+  value: Record<string, unknown>,
+  allocated: readonly string[],
+): ContentCheck[] {
+  const sel = celSelect('object', key);
+  const present = celHas('object', key);
+  const fields = Object.keys(value).filter((k) => value[k] !== undefined && !allocated.includes(k));
+  const out: ContentCheck[] = [
+    {
+      what: `${key} (fields)`,
+      expression: `${present} && ${sel}.all(k, k in ${celLiteral([...fields, ...allocated])})`,
+    },
+  ];
+  for (const k of fields) {
+    for (const c of equalityChecks(sel, k, value[k], `${key}.${k}`))
+      out.push({ what: c.what, expression: `${present} && (${c.expression})` });
+  }
+  return out;
 }
 
 // A Secret's values never enter the policy: its type, its keys, nothing write-only, and immutability as planned.

@@ -22,6 +22,7 @@ export const INSTALL_KINDS: Readonly<Record<string, KindInfo>> = {
   Namespace: { group: '', version: 'v1', resource: 'namespaces', isNamespaced: false },
   ServiceAccount: { group: '', version: 'v1', resource: 'serviceaccounts', isNamespaced: true },
   ConfigMap: { group: '', version: 'v1', resource: 'configmaps', isNamespaced: true },
+  Service: { group: '', version: 'v1', resource: 'services', isNamespaced: true },
   Secret: { group: '', version: 'v1', resource: 'secrets', isNamespaced: true },
   Deployment: { group: 'apps', version: 'v1', resource: 'deployments', isNamespaced: true },
   Role: { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', isNamespaced: true },

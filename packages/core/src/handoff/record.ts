@@ -223,6 +223,7 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
         profile: plan.push.profile,
         bundleDigest: set?.digest ?? '',
         objectCount: set?.objects.length ?? 0,
+        ...(set?.profile ? { profileDigest: set.profile.digest } : {}),
         controller: {
           name: plan.controller.name,
           namespace: plan.controller.namespace,
@@ -233,6 +234,7 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
       pull: {
         source: { url: plan.pull.source.url, ref: plan.pull.source.ref, revision: rev, path: plan.pull.source.path },
         serviceAccount: { namespace: plan.controller.namespace, name: plan.controller.serviceAccount },
+        privilege: plan.controller.privilege,
       },
     },
   };
