@@ -290,15 +290,16 @@ class LocalKubelet {
       kubeconfigPath: kubeconfig,
       workDir: join(dir, 'work'),
     });
+    const podEnv = containerEnv(pod, container);
     const proc = await ManagedProcess.start({
       name: `pod ${key}`,
       command: cmd!,
-      args: [...lead, ...(container.args ?? []), ...local.args],
+      args: [...lead, ...(container.args ?? []).map((a) => expandVars(a, podEnv)), ...local.args],
       logPath: join(dir, 'log'),
       cwd: this.options.cwd ?? REPO_ROOT,
       env: {
         ...process.env,
-        ...containerEnv(pod, container),
+        ...podEnv,
         ...local.env,
         POD_NAME: pod.metadata.name,
         POD_NAMESPACE: pod.metadata.namespace,
@@ -361,6 +362,17 @@ function containerEnv(pod: Pod, container: PodContainer): Record<string, string>
       return v === undefined ? [] : [[e.name, v]];
     }),
   );
+}
+
+/**
+ * The kubelet's expansion of `$(VAR)` in a container's args from its env: `$$` escapes a dollar, and an unknown
+ * variable stays as written (Kubernetes' `expansion.Expand`).
+ */
+export function expandVars(arg: string, env: Readonly<Record<string, string>>): string {
+  return arg.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (whole, name: string | undefined) => {
+    if (name === undefined) return '$';
+    return env[name] ?? whole;
+  });
 }
 
 /** The pod status of a finished process: Succeeded on exit 0, else Failed; its container terminated. */
