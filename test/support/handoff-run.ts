@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { createHandoffDeps, createLogger, type HandoffDeps, type LoadedPlan } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
+import { type ApiserverAuditEvent, apiserverRequestsBy } from '@baton/testenv';
 
 /** Log lines captured from a handoff, to assert that no token reaches them. */
 export interface CapturedLog {
@@ -48,25 +51,10 @@ export function testHandoffDeps(loaded: LoadedPlan, kubeconfigPath: string, extr
 export const JWT_PATTERN = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/;
 
 /** One apiserver audit event (Metadata level). */
-export interface ApiAuditEvent {
-  stage: string;
-  verb: string;
-  requestURI: string;
-  user: { username?: string; extra?: Record<string, string[]> };
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
-  responseStatus?: { code?: number };
-  requestReceivedTimestamp: string;
-  stageTimestamp: string;
-}
+export type ApiAuditEvent = ApiserverAuditEvent;
 
 /** The apiserver audit log's completed requests by `username`. */
-export function auditEventsBy(auditLogPath: string, username: string): ApiAuditEvent[] {
-  return readFileSync(auditLogPath, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ApiAuditEvent)
-    .filter((e) => e.stage === 'ResponseComplete' && e.user?.username === username);
-}
+export const auditEventsBy = apiserverRequestsBy;
 
 /**
  * Completed apiserver requests that created a bootstrap ServiceAccount (not its token subresource, not the
@@ -87,4 +75,27 @@ export function bootstrapMints(auditLogPath: string, sinceMs = 0): ApiAuditEvent
         e.objectRef.name?.startsWith('baton-bootstrap-') === true &&
         Date.parse(e.requestReceivedTimestamp) >= sinceMs,
     );
+}
+
+/** The CLI's entry point, run from source. */
+export const CLI = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url));
+
+/** Starts `baton up` and kills it with SIGKILL once the push has started (the credential is live, objects applying). */
+export async function killDuringPush(planPath: string): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (stderr.includes('"step":"push"')) resolve();
+    });
+    child.on('exit', () => reject(new Error(`baton up exited before the push:\n${stderr}`)));
+  });
+  child.kill('SIGKILL');
+  return { signal: await exited, stderr };
 }

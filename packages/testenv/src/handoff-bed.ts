@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 import { startCluster, stopClusterByName } from './cluster.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
-import { type PodRunner, startPodRunner } from './pod-runner.js';
+import { startPodRunner } from './pod-runner.js';
 
 /** The image baton-controller's Deployment names; the pod runner runs the controller from source for it. */
 const CONTROLLER_IMAGE_PREFIX = 'ghcr.io/baton-dev/baton-controller';
@@ -35,25 +35,24 @@ export interface StartBatonControllerSideOptions {
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and the pod runner playing kubelet. */
-export interface BatonControllerSide extends AuditKeyPaths {
-  readonly dir: string;
-  readonly git: GitServer;
-  /** The commit the profile is at. */
+export interface BatonControllerSide extends ControllerSide {
+  /** `webhook.yaml` (secret), mode 0600. */
+  readonly webhookSecretPath: string;
+}
+
+/** What a handoff to any controller needs: a Git repository holding what it pulls, a plan, and its pods running. */
+export interface ControllerSide extends AuditKeyPaths, SideBase {
+  /** The commit Git is at. */
   readonly revision: string;
   readonly planPath: string;
   /** The rendered push set (the profile pointing at this Git server). */
   readonly pushDir: string;
   /** The Git path the controller reconciles. */
   readonly gitPath: string;
-  /** `pull.yaml` (username, password) and `webhook.yaml` (secret), mode 0600. */
+  /** `pull.yaml` (username, password), mode 0600. */
   readonly pullCredentialPath: string;
-  readonly webhookSecretPath: string;
-  readonly auditLogPath: string;
-  readonly journalDir: string;
   /** Secret values written to the plan's files, so callers can assert they never reach an output. */
   readonly secretValues: readonly string[];
-  /** Stops the pod runner and the Git server; removes `dir` unless `keepFiles`. */
-  stop(options?: { readonly keepFiles?: boolean }): Promise<void>;
 }
 
 /**
@@ -62,12 +61,8 @@ export interface BatonControllerSide extends AuditKeyPaths {
  * pod runner so the controller Deployment runs as a local process with its pod's identity.
  * @throws when the Git server or the pod runner cannot start; nothing is left running then.
  */
-export async function startBatonControllerSide(o: StartBatonControllerSideOptions): Promise<BatonControllerSide> {
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'baton-e2e-'));
-  const git = await startGitServer();
-  let runner: PodRunner | undefined;
-  try {
-    await mkdir(dir, { recursive: true });
+export function startBatonControllerSide(o: StartBatonControllerSideOptions): Promise<BatonControllerSide> {
+  return startSide(o.dir, 'baton-e2e-', async (dir, git) => {
     await git.createRepo('cluster-config');
     const url = git.repoUrl('cluster-config');
     const gitPath = 'clusters/demo';
@@ -83,46 +78,88 @@ export async function startBatonControllerSide(o: StartBatonControllerSideOption
     }
     const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
     const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
-    const pullCredentialPath = join(dir, 'pull.yaml');
+    const pullCredentialPath = writePullCredential(dir, git.credentials);
     const webhookSecretPath = join(dir, 'webhook.yaml');
-    writeFileSync(
-      pullCredentialPath,
-      stringify({ username: git.credentials.username, password: git.credentials.password }),
-      { mode: 0o600 },
-    );
     writeFileSync(webhookSecretPath, stringify({ secret: webhookKey }), { mode: 0o600 });
-    await mkdir(join(dir, 'audit'));
-    const keys = { signingKeyPath: join(dir, 'audit', 'signing.key'), keysPath: join(dir, 'audit', 'keys.yaml') };
-    await o.writeAuditKeys(keys);
+    const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
-    runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
-    const started = runner;
+    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
     return {
+      runner,
+      side: {
+        revision,
+        planPath,
+        pushDir,
+        gitPath,
+        pullCredentialPath,
+        webhookSecretPath,
+        ...keys,
+        secretValues: [git.credentials.password, webhookKey],
+      },
+    };
+  });
+}
+
+/** What every controller side has besides its own parts: its directory, its Git server, the audit log and journal. */
+export interface SideBase {
+  readonly dir: string;
+  readonly git: GitServer;
+  readonly auditLogPath: string;
+  readonly journalDir: string;
+  /** Stops what plays kubelet and the Git server; removes `dir` unless `keepFiles`. */
+  stop(options?: { readonly keepFiles?: boolean }): Promise<void>;
+}
+
+/**
+ * Creates the side's directory (`dirOption` or a new temp dir) and Git server, then `build`s the rest; when `build`
+ * throws, the Git server stops and the directory goes. `build` starts what plays kubelet last and returns it.
+ */
+export async function startSide<T extends object>(
+  dirOption: string | undefined,
+  tmpPrefix: string,
+  build: (dir: string, git: GitServer) => Promise<{ readonly runner: { stop(): Promise<void> }; readonly side: T }>,
+): Promise<T & SideBase> {
+  const dir = dirOption ?? mkdtempSync(join(tmpdir(), tmpPrefix));
+  const git = await startGitServer();
+  try {
+    await mkdir(dir, { recursive: true });
+    const { runner, side } = await build(dir, git);
+    return {
+      ...side,
       dir,
       git,
-      revision,
-      planPath,
-      pushDir,
-      gitPath,
-      pullCredentialPath,
-      webhookSecretPath,
-      ...keys,
       auditLogPath: join(dir, 'audit', 'handoff.log'),
       journalDir: join(dir, 'journal'),
-      secretValues: [git.credentials.password, webhookKey],
       async stop(options = {}) {
-        await started.stop();
+        await runner.stop();
         await git.stop();
         if (!options.keepFiles) await rm(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
-    await runner?.stop();
     await git.stop();
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** Writes `pull.yaml` (username, password; mode 0600) in `dir`: the plan's pull.credential.fromFile. */
+export function writePullCredential(dir: string, c: { readonly username: string; readonly password: string }): string {
+  const path = join(dir, 'pull.yaml');
+  writeFileSync(path, stringify({ username: c.username, password: c.password }), { mode: 0o600 });
+  return path;
+}
+
+/** Has the caller write the audit signing key and its trusted-keys file under `dir/audit`. */
+export async function writeAuditKeyFiles(
+  dir: string,
+  write: (paths: AuditKeyPaths) => Promise<void>,
+): Promise<AuditKeyPaths> {
+  await mkdir(join(dir, 'audit'), { recursive: true });
+  const keys = { signingKeyPath: join(dir, 'audit', 'signing.key'), keysPath: join(dir, 'audit', 'keys.yaml') };
+  await write(keys);
+  return keys;
 }
 
 /**
@@ -173,14 +210,16 @@ export interface StartHandoffBedOptions
   extends StartBedClusterOptions,
     Omit<StartBatonControllerSideOptions, 'kubeconfigPath' | 'clusterName'> {}
 
-/** A fresh local cluster with {@link BatonControllerSide}: everything a handoff to baton-controller needs. */
-export interface HandoffBed {
+/** A fresh local cluster with a controller side ({@link BatonControllerSide} by default): what a handoff needs. */
+export interface HandoffBed<
+  S extends { stop(options?: { readonly keepFiles?: boolean }): Promise<void> } = BatonControllerSide,
+> {
   readonly clusterName: string;
   /** `https://127.0.0.1:<port>` */
   readonly server: string;
   readonly kubeconfigPath: string;
   readonly apiserverAuditLogPath: string | null;
-  readonly side: BatonControllerSide;
+  readonly side: S;
   /**
    * Stops the pod runner and the Git server; stops the cluster unless `keepCluster`; removes the side's files
    * unless `keepFiles` (default: kept when the cluster is).
@@ -239,20 +278,29 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  * Starts a real local cluster ({@link startBedCluster}) and {@link startBatonControllerSide} for it.
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
-export async function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
+export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
   const { name, nodes, detached, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached }, (cluster) =>
+    startBatonControllerSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  );
+}
+
+/**
+ * Starts a real local cluster and a controller side for it (`startSide`).
+ * @throws when the cluster or the side cannot start; what started is stopped again.
+ */
+export async function startBedWith<S extends { stop(options?: { readonly keepFiles?: boolean }): Promise<void> }>(
+  o: { readonly [K in keyof StartBedClusterOptions]?: StartBedClusterOptions[K] | undefined },
+  startSide: (cluster: BedCluster) => Promise<S>,
+): Promise<HandoffBed<S>> {
   const cluster = await startBedCluster({
-    ...(name ? { name } : {}),
-    ...(nodes ? { nodes } : {}),
-    ...(detached ? { detached } : {}),
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.nodes ? { nodes: o.nodes } : {}),
+    ...(o.detached ? { detached: o.detached } : {}),
   });
-  let side: BatonControllerSide;
+  let side: S;
   try {
-    side = await startBatonControllerSide({
-      ...sideOptions,
-      kubeconfigPath: cluster.kubeconfigPath,
-      clusterName: cluster.name,
-    });
+    side = await startSide(cluster);
   } catch (err) {
     await cluster.stop();
     throw err;

@@ -1,3 +1,5 @@
+export type { ApiserverAuditEvent, IdentityActivity } from './apiserver-audit.js';
+export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
 export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
@@ -9,6 +11,8 @@ export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
 export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
 export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
+export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';
+export { startFluxBed, startFluxSide } from './flux/flux-side.js';
 export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
 export { startGitServer } from './git-server.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
@@ -17,7 +21,9 @@ export type {
   AuditKeyPaths,
   BatonControllerSide,
   BedCluster,
+  ControllerSide,
   HandoffBed,
+  SideBase,
   StartBatonControllerSideOptions,
   StartBedClusterOptions,
   StartHandoffBedOptions,

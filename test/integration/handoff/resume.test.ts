@@ -1,6 +1,5 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet } from '@baton/core';
@@ -9,11 +8,10 @@ import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestController } from '../../support/gitops-controller.js';
 import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
-import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, deleteNamespaceAndWait, eventually } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const baton = (args: string[]) =>
   execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
 
@@ -117,23 +115,3 @@ describe('a run killed with kill -9', () => {
     expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
   });
 });
-
-/** Starts `baton up` and kills it with SIGKILL once the push has started (the credential is live, objects applying). */
-async function killDuringPush(planPath: string): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-  await new Promise<void>((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('"step":"push"')) resolve();
-    });
-    child.on('exit', () => reject(new Error(`baton up exited before the push:\n${stderr}`)));
-  });
-  child.kill('SIGKILL');
-  return { signal: await exited, stderr };
-}

@@ -1,0 +1,178 @@
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import {
+  type AuditKeyPaths,
+  type BedCluster,
+  type ControllerSide,
+  type HandoffBed,
+  type StartBedClusterOptions,
+  startBedWith,
+  startSide,
+  writeAuditKeyFiles,
+  writePullCredential,
+} from '../handoff-bed.js';
+import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
+import { type FluxPods, startFluxPods } from './flux-pods.js';
+
+const REPO = 'cluster-config';
+const GIT_PATH = 'clusters/demo';
+/**
+ * Files of the install that Git carries too (what `flux bootstrap` commits), so Flux applies and owns them. The CRDs
+ * and RBAC stay push-only: the scoped `flux-reconciler` role cannot apply them (the profile lists them).
+ */
+const IN_GIT = [
+  '00-namespace.yaml',
+  '10-serviceaccounts.yaml',
+  '30-deployments.yaml',
+  '35-service.yaml',
+  '40-sync.yaml',
+];
+
+/** Options of {@link startFluxSide}. */
+export interface StartFluxSideOptions {
+  /** Admin kubeconfig of the cluster the pod runners watch. */
+  readonly kubeconfigPath: string;
+  /** The plan's `cluster.name`. @default 'e2e' */
+  readonly clusterName?: string;
+  /** bootstrap-manifests/flux: the install set, `rules/profile.yaml` and `example/` (what Git carries besides Flux). */
+  readonly profileDir: string;
+  /** The binaries. @default {@link ensureFluxControllers}() (builds them on a cold machine: minutes) */
+  readonly controllers?: FluxControllers;
+  /** Progress lines of that build (elapsed time against its usual duration). */
+  readonly onBuildProgress?: (line: string) => void;
+  /** Directory for the plan, the push set, the credential file, the audit log and the journal. @default a new temp dir */
+  readonly dir?: string;
+  /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
+  readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
+  /** The password the push hands Flux for Git. @default the Git server's (a wrong one: Flux never becomes Ready) */
+  readonly pullPassword?: string;
+  /** GitRepository and Kustomization intervals (upstream: 1m0s and 10m0s). @default '5s' and '10s' */
+  readonly intervals?: { readonly source?: string; readonly kustomization?: string };
+  /** `takeover.timeoutSeconds` of the plan. @default 150 */
+  readonly takeoverTimeoutSeconds?: number;
+}
+
+/** A Git repository holding Flux's install and the example apps, a plan that hands off to Flux, and Flux's pods. */
+export interface FluxSide extends ControllerSide {
+  /** Files committed under the Git path, keyed by their path in Git. */
+  readonly files: Readonly<Record<string, string>>;
+  /** The Flux pods running as local processes. */
+  readonly pods: FluxPods;
+}
+
+/**
+ * Renders bootstrap-manifests/flux for a fresh Git repository (the GitRepository points at it), commits Flux's install
+ * (without CRDs and RBAC) and the example apps under `clusters/demo`, writes the pull credential, the audit keys
+ * (through the caller) and a plan with `push.profile: flux`, and starts Flux's pods as local processes.
+ * @throws when the Git server or the pod runners cannot start; nothing is left running then.
+ */
+export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> {
+  const controllers =
+    o.controllers ?? (await ensureFluxControllers(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
+  return startSide(o.dir, 'baton-flux-', async (dir, git) => {
+    await git.createRepo(REPO);
+    const url = git.repoUrl(REPO);
+    const pushDir = join(dir, 'push');
+    await mkdir(join(pushDir, 'rules'), { recursive: true });
+    const files: Record<string, string> = {};
+    for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
+      const text = render(f, readFileSync(join(o.profileDir, f), 'utf8'), url, o.intervals);
+      writeFileSync(join(pushDir, f), text);
+      if (IN_GIT.includes(f)) files[`${GIT_PATH}/flux-system/${f}`] = text;
+    }
+    if (!existsSync(join(pushDir, '05-crds.generated.yaml')))
+      cpSync(controllers.crdsPath, join(pushDir, '05-crds.yaml'));
+    cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+    const example = join(o.profileDir, 'example', GIT_PATH);
+    for (const f of readdirSync(example)) files[`${GIT_PATH}/${f}`] = readFileSync(join(example, f), 'utf8');
+    const revision = await git.commitFiles(REPO, files, 'flux install and example apps');
+    const pullCredentialPath = writePullCredential(dir, {
+      username: git.credentials.username,
+      password: o.pullPassword ?? git.credentials.password,
+    });
+    const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
+    const planPath = join(dir, 'plan.yaml');
+    writeFileSync(
+      planPath,
+      stringify(fluxPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, o.takeoverTimeoutSeconds ?? 150)),
+    );
+    const pods = await startFluxPods({ kubeconfigPath: o.kubeconfigPath, controllers });
+    return {
+      runner: pods,
+      side: {
+        revision,
+        planPath,
+        pushDir,
+        gitPath: GIT_PATH,
+        files,
+        pullCredentialPath,
+        ...keys,
+        secretValues: [git.credentials.password, ...(o.pullPassword ? [o.pullPassword] : [])],
+        pods,
+      },
+    };
+  });
+}
+
+/** One file of the install for this cluster: the GitRepository at our Git server, both intervals short. */
+function render(file: string, text: string, url: string, intervals: StartFluxSideOptions['intervals']): string {
+  if (file !== '40-sync.yaml') return text;
+  const [source, kustomization] = text.split(/^---$/m);
+  return [
+    source!.replace(/^( {2}url: ).*$/m, `$1${url}`).replace(/^( {2}interval: ).*$/m, `$1${intervals?.source ?? '5s'}`),
+    kustomization!.replace(/^( {2}interval: ).*$/m, `$1${intervals?.kustomization ?? '10s'}`),
+  ].join('---');
+}
+
+/** The HandoffPlan (baton.dev/v1alpha1) to Flux; relative paths are relative to the plan file. */
+function fluxPlan(
+  clusterName: string,
+  kubeconfigPath: string,
+  url: string,
+  revision: string,
+  timeoutSeconds: number,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: { name: clusterName, kubeconfig: kubeconfigPath },
+    push: { credential: 'bootstrap-token', profile: 'flux', manifests: './push', budgetSeconds: 300 },
+    pull: {
+      credential: { secretName: 'flux-system', fromFile: './pull.yaml' },
+      source: { url, ref: 'main', path: GIT_PATH, revision },
+    },
+    controller: {
+      name: 'kustomize-controller',
+      namespace: 'flux-system',
+      serviceAccount: 'kustomize-controller',
+      fieldManager: 'kustomize-controller',
+      status: {
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        name: 'flux-system',
+        revisionPath: 'status.lastAppliedRevision',
+      },
+    },
+    takeover: { timeoutSeconds },
+    audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
+    journalDir: './journal',
+  };
+}
+
+/** Options of {@link startFluxBed}. */
+export interface StartFluxBedOptions
+  extends StartBedClusterOptions,
+    Omit<StartFluxSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+
+/**
+ * A fresh local cluster with {@link FluxSide}: everything a handoff to real Flux needs.
+ * @throws when the cluster or the side cannot start; what started is stopped again.
+ */
+export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
+  const { name, nodes, detached, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached }, (cluster: BedCluster) =>
+    startFluxSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  );
+}
