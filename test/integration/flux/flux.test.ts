@@ -22,7 +22,7 @@ import { eventually } from '../../support/kube.js';
 // credential here; the confined handoff of the same set is issue 13's phase 2.
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const MANIFESTS = join(ROOT, 'bootstrap-manifests/flux');
-const REPO_FIXTURE = join(ROOT, 'test/fixtures/flux-repo');
+const REPO_FIXTURE = join(ROOT, 'bootstrap-manifests/flux/example');
 const NS = 'flux-system';
 const REPO = 'cluster-config';
 const OPERATOR = 'baton-operator';
