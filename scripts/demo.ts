@@ -3,9 +3,13 @@
 //   pnpm demo -- --via cli      `baton up`'s engine in-process instead
 //   pnpm demo -- --json         one JSON object on stdout
 //   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
-// The push installs bootstrap-manifests/baton-controller; kwok runs no containers, so testenv's pod runner plays
-// kubelet for the controller image (packages/controller/src/main.ts with its pod's token). The plan, the audit log and
-// its keys stay in .baton/demo/<cluster>/ (the pull and webhook secrets are removed).
+//   pnpm demo -- --profile flux hand the cluster to real Flux (source- and kustomize-controller built from Go modules
+//                               on first use, minutes on a cold machine) through `baton up` (stacks/local is
+//                               baton-controller's)
+// The push installs bootstrap-manifests/baton-controller (or bootstrap-manifests/flux); kwok runs no containers, so
+// testenv's pod runner plays kubelet for the controller images (packages/controller/src/main.ts, or Flux's binaries,
+// with their pods' tokens). The plan, the audit log and its keys stay in .baton/demo/<cluster>/ (the pull and webhook
+// secrets are removed).
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -14,20 +18,38 @@ import { writeSigningKeyPair } from '@baton/audit';
 import { createHandoffDeps, createLogger, type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { type HandoffBed, startHandoffBed } from '@baton/testenv';
+import {
+  apiserverRequestsBy,
+  type ControllerSide,
+  type HandoffBed,
+  identityActivity,
+  startFluxBed,
+  startHandoffBed,
+} from '@baton/testenv';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PROFILE = join(REPO_ROOT, 'bootstrap-manifests', 'baton-controller');
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const keep = args.includes('--keep');
-const viaIndex = args.indexOf('--via');
-const via = viaIndex < 0 ? 'pulumi' : args[viaIndex + 1];
+const option = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
+const profile = option('--profile') ?? 'baton-controller';
+if (profile !== 'baton-controller' && profile !== 'flux') {
+  process.stderr.write('demo: --profile takes `baton-controller` (the default) or `flux`\n');
+  process.exit(2);
+}
+const via = option('--via') ?? (profile === 'flux' ? 'cli' : 'pulumi');
 if (via !== 'cli' && via !== 'pulumi') {
   process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
   process.exit(2);
 }
+if (profile === 'flux' && via === 'pulumi') {
+  process.stderr.write(
+    'demo: stacks/local hands off to baton-controller; use --profile flux with --via cli (the default for flux)\n',
+  );
+  process.exit(2);
+}
+const PROFILE = join(REPO_ROOT, 'bootstrap-manifests', profile);
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
 /** The run as both paths report it (a HandoffSummary from `baton up`, a HandoffReceipt from the stack output). */
@@ -49,13 +71,17 @@ const name = `demo-${process.pid}`;
 const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const bed = await startHandoffBed({
+const bedOptions = {
   name,
   detached: keep,
   profileDir: PROFILE,
   dir: demoDir,
-  writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
-});
+  writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) =>
+    writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
+};
+if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
+const bed: HandoffBed<ControllerSide> =
+  profile === 'flux' ? await startFluxBed({ ...bedOptions, onBuildProgress: err }) : await startHandoffBed(bedOptions);
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );
@@ -70,17 +96,23 @@ process.once('SIGTERM', onSignal);
 let exitCode = 1;
 let run: DemoRun | undefined;
 let pulumi: PulumiUpResult | undefined;
+let activity: ReturnType<typeof identitySummary> = null;
 try {
   if (via === 'cli') run = await runInProcess(bed, ac.signal);
   else {
-    pulumi = await pulumiUp(bed, demoDir, ac.signal);
+    pulumi = await pulumiUp(bed as HandoffBed, demoDir, ac.signal);
     run = pulumi.receipt ?? failedUpdate(pulumi);
   }
   exitCode = run.outcome === 'handed-off' ? 0 : 1;
+  // Read before the cluster (and its audit log) goes.
+  activity = identitySummary(run);
 } finally {
   await bed.stop({ keepCluster: keep, keepFiles: true });
   // The Git server is gone; its password and the webhook key have no business staying on disk.
-  await Promise.all([bed.side.pullCredentialPath, bed.side.webhookSecretPath].map((p) => rm(p, { force: true })));
+  const side: ControllerSide & { webhookSecretPath?: string } = bed.side;
+  await Promise.all(
+    [side.pullCredentialPath, side.webhookSecretPath ?? ''].filter(Boolean).map((p) => rm(p, { force: true })),
+  );
 }
 if (run) print(run, pulumi);
 if (keep)
@@ -88,7 +120,7 @@ if (keep)
 process.exitCode = exitCode;
 
 /** `baton up`'s engine in-process, with the collaborators every entry point builds (createHandoffDeps). */
-async function runInProcess(b: HandoffBed, signal: AbortSignal): Promise<HandoffSummary> {
+async function runInProcess(b: HandoffBed<ControllerSide>, signal: AbortSignal): Promise<HandoffSummary> {
   const loaded = loadHandoffPlan(b.side.planPath);
   const log = createLogger({ pretty: !json && process.stderr.isTTY === true });
   const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(b.kubeconfigPath), {
@@ -148,7 +180,8 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
           },
         }
       : {}),
-    controller: 'baton-controller',
+    controller: profile,
+    bootstrapIdentity: activity,
   };
   if (json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
@@ -164,6 +197,12 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
     `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
     confinedLine(r.confinement, c?.writeWindowSeconds),
     `readiness wait:     ${r.readinessSeconds} s; orchestration overhead ${r.overheadSeconds} s`,
+    `taken over by:      ${profile}: ${r.takeover?.ownedObjects.length ?? 0} pushed objects now owned from Git at ${r.takeover?.revisionSeen}; ${r.takeover?.pushOnly.length ?? 0} push-only`,
+    ...(activity
+      ? [
+          `apiserver saw:      ${activity.requests} requests by the identity: ${activity.allowedWrites} writes allowed, ${activity.denied} denied (out-of-plan probes)`,
+        ]
+      : []),
     `proof:              HTTP ${r.proof?.probeStatus} with the old token; TokenReview authenticated=${r.proof?.tokenReviewAuthenticated} at ${r.proof?.provedAt}`,
   ];
   if (p)
@@ -182,6 +221,13 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
       : 'cluster:            stopped and removed (run with --keep to keep it)',
   );
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** What the bootstrap identity did, from the apiserver's audit log (null without one). */
+function identitySummary(r: DemoRun) {
+  const path = existing(bed.apiserverAuditLogPath);
+  if (!path || !r.credential?.subject) return null;
+  return identityActivity(apiserverRequestsBy(path, r.credential.subject));
 }
 
 /** "confined to the plan" only when the policy denied a write outside the plan and closed after the push. */
