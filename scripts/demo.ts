@@ -10,15 +10,13 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeSigningKeyPair } from '@baton/audit';
-import { createHandoffDeps, createLogger, type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
-import { clientsFromKubeconfigFile } from '@baton/kube';
+import { createLogger, type HandoffSummary } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { type HandoffBed, startHandoffBed } from '@baton/testenv';
+import { batonUpInProcess } from './demo/baton-up.js';
+import { startDemoBed } from './demo/bed.js';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PROFILE = join(REPO_ROOT, 'bootstrap-manifests', 'baton-controller');
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const keep = args.includes('--keep');
@@ -49,13 +47,7 @@ const name = `demo-${process.pid}`;
 const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const bed = await startHandoffBed({
-  name,
-  detached: keep,
-  profileDir: PROFILE,
-  dir: demoDir,
-  writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
-});
+const bed = await startDemoBed({ name, detached: keep, dir: demoDir });
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );
@@ -71,7 +63,8 @@ let exitCode = 1;
 let run: DemoRun | undefined;
 let pulumi: PulumiUpResult | undefined;
 try {
-  if (via === 'cli') run = await runInProcess(bed, ac.signal);
+  if (via === 'cli')
+    run = await batonUpInProcess(bed, createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
   else {
     pulumi = await pulumiUp(bed, demoDir, ac.signal);
     run = pulumi.receipt ?? failedUpdate(pulumi);
@@ -86,16 +79,6 @@ if (run) print(run, pulumi);
 if (keep)
   err(`cluster ${bed.clusterName} is still running; stop it with: pnpm baton testenv down --name ${bed.clusterName}`);
 process.exitCode = exitCode;
-
-/** `baton up`'s engine in-process, with the collaborators every entry point builds (createHandoffDeps). */
-async function runInProcess(b: HandoffBed, signal: AbortSignal): Promise<HandoffSummary> {
-  const loaded = loadHandoffPlan(b.side.planPath);
-  const log = createLogger({ pretty: !json && process.stderr.isTTY === true });
-  const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(b.kubeconfigPath), {
-    overrides: { log, resolveRevision: async () => b.side.revision, signal },
-  });
-  return runHandoff(loaded, deps);
-}
 
 /** A failed `pulumi up` keeps no receipt in state: the run is what the CLI said. */
 function failedUpdate(p: PulumiUpResult): DemoRun {
