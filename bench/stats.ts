@@ -8,6 +8,12 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** `n` rounded to `digits` decimals (for figures in results files). */
+export function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
 /** Peak resident set size of a live process in KB (VmHWM), 0 when it is gone. */
 export async function peakRssKB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');

@@ -14,18 +14,11 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeSigningKeyPair } from '@baton/audit';
-import { createHandoffDeps, createLogger, type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
-import { clientsFromKubeconfigFile } from '@baton/kube';
+import { createLogger, type HandoffSummary } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
-import {
-  apiserverRequestsBy,
-  type ControllerSide,
-  type HandoffBed,
-  identityActivity,
-  startFluxBed,
-  startHandoffBed,
-} from '@baton/testenv';
+import { apiserverRequestsBy, type ControllerSide, type HandoffBed, identityActivity } from '@baton/testenv';
+import { batonUpInProcess } from './demo/baton-up.js';
+import { startDemoBed } from './demo/bed.js';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -49,7 +42,6 @@ if (profile === 'flux' && via === 'pulumi') {
   );
   process.exit(2);
 }
-const PROFILE = join(REPO_ROOT, 'bootstrap-manifests', profile);
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
 /** The run as both paths report it (a HandoffSummary from `baton up`, a HandoffReceipt from the stack output). */
@@ -71,17 +63,11 @@ const name = `demo-${process.pid}`;
 const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-const bedOptions = {
-  name,
-  detached: keep,
-  profileDir: PROFILE,
-  dir: demoDir,
-  writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) =>
-    writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
-};
 if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
 const bed: HandoffBed<ControllerSide> =
-  profile === 'flux' ? await startFluxBed({ ...bedOptions, onBuildProgress: err }) : await startHandoffBed(bedOptions);
+  profile === 'flux'
+    ? await startDemoBed({ name, detached: keep, dir: demoDir, profile, onBuildProgress: err })
+    : await startDemoBed({ name, detached: keep, dir: demoDir });
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );
@@ -98,7 +84,8 @@ let run: DemoRun | undefined;
 let pulumi: PulumiUpResult | undefined;
 let activity: ReturnType<typeof identitySummary> = null;
 try {
-  if (via === 'cli') run = await runInProcess(bed, ac.signal);
+  if (via === 'cli')
+    run = await batonUpInProcess(bed, createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
   else {
     pulumi = await pulumiUp(bed as HandoffBed, demoDir, ac.signal);
     run = pulumi.receipt ?? failedUpdate(pulumi);
@@ -118,16 +105,6 @@ if (run) print(run, pulumi);
 if (keep)
   err(`cluster ${bed.clusterName} is still running; stop it with: pnpm baton testenv down --name ${bed.clusterName}`);
 process.exitCode = exitCode;
-
-/** `baton up`'s engine in-process, with the collaborators every entry point builds (createHandoffDeps). */
-async function runInProcess(b: HandoffBed<ControllerSide>, signal: AbortSignal): Promise<HandoffSummary> {
-  const loaded = loadHandoffPlan(b.side.planPath);
-  const log = createLogger({ pretty: !json && process.stderr.isTTY === true });
-  const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(b.kubeconfigPath), {
-    overrides: { log, resolveRevision: async () => b.side.revision, signal },
-  });
-  return runHandoff(loaded, deps);
-}
 
 /** A failed `pulumi up` keeps no receipt in state: the run is what the CLI said. */
 function failedUpdate(p: PulumiUpResult): DemoRun {
