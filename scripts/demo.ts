@@ -177,7 +177,7 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
     `taken over by:      ${profile}: ${r.takeover?.ownedObjects.length ?? 0} pushed objects now owned from Git at ${r.takeover?.revisionSeen}; ${r.takeover?.pushOnly.length ?? 0} push-only`,
     ...(activity
       ? [
-          `apiserver saw:      ${activity.requests} requests by the identity: ${activity.allowedWrites} writes allowed, ${activity.denied} denied (out-of-plan probes)`,
+          `apiserver saw:      ${activity.requests} requests by the identity: ${activity.allowedWrites} stored writes, ${activity.dryRuns} dry runs, ${activity.denied} denied (baton's own probes)`,
         ]
       : []),
     `proof:              HTTP ${r.proof?.probeStatus} with the old token; TokenReview authenticated=${r.proof?.tokenReviewAuthenticated} at ${r.proof?.provedAt}`,

@@ -33,8 +33,13 @@ export function apiserverRequestsBy(auditLogPath: string, username: string): Api
  */
 export interface IdentityActivity {
   readonly requests: number;
-  /** Allowed creates, patches, updates and deletes of stored objects (reviews are answered, not stored). */
+  /**
+   * Allowed creates, patches, updates and deletes that stored something (reviews are answered, not stored; dry runs,
+   * e.g. baton's probes of its own confinement, store nothing).
+   */
   readonly allowedWrites: number;
+  /** Allowed dry-run writes (nothing stored). */
+  readonly dryRuns: number;
   /** Requests the apiserver refused with 403 (RBAC or admission). */
   readonly denied: number;
   /** Allowed requests by verb and resource, e.g. `patch deployments`: count. */
@@ -45,15 +50,17 @@ export interface IdentityActivity {
 export function identityActivity(events: readonly ApiserverAuditEvent[]): IdentityActivity {
   const allowed = events.filter((e) => (e.responseStatus?.code ?? 0) < 300);
   const isReview = (e: ApiserverAuditEvent) => /reviews$/.test(e.objectRef?.resource ?? '');
+  const isDryRun = (e: ApiserverAuditEvent) => /[?&]dryRun=/.test(e.requestURI);
+  const writes = allowed.filter((e) => ['create', 'patch', 'update', 'delete'].includes(e.verb) && !isReview(e));
   const allowedByVerb: Record<string, number> = {};
   for (const e of allowed) {
-    const k = `${e.verb} ${e.objectRef?.resource ?? e.requestURI}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+    const k = `${e.verb} ${e.objectRef?.resource ?? e.requestURI}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}${isDryRun(e) ? ' (dry run)' : ''}`;
     allowedByVerb[k] = (allowedByVerb[k] ?? 0) + 1;
   }
   return {
     requests: events.length,
-    allowedWrites: allowed.filter((e) => ['create', 'patch', 'update', 'delete'].includes(e.verb) && !isReview(e))
-      .length,
+    allowedWrites: writes.filter((e) => !isDryRun(e)).length,
+    dryRuns: writes.filter(isDryRun).length,
     denied: events.filter((e) => e.responseStatus?.code === 403).length,
     allowedByVerb,
   };
