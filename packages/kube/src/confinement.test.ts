@@ -77,6 +77,28 @@ describe('planConfinement', () => {
     expect(text).toContain('[\\"password\\", \\"username\\"].all(k, k in object.data)');
   });
 
+  it('pins a Service but its allocated cluster IPs, which may be any address except None (headless) unless planned', () => {
+    const service = (clusterIP: string) => ({
+      group: '',
+      resource: 'services',
+      expected: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'src', namespace: 'sys' },
+        spec: { clusterIP, clusterIPs: [clusterIP], type: 'ClusterIP', ports: [{ port: 80, protocol: 'TCP' }] },
+      },
+    });
+    const exprs = (c: ReturnType<typeof plan>) =>
+      (c.policy.spec as { validations: { expression: string }[] }).validations.map((v) => v.expression).join('\n');
+    const allocated = exprs(plan([service('10.0.0.12')]));
+    expect(allocated).not.toContain('10.0.0.12');
+    expect(allocated).toContain("object.spec.clusterIP != 'None'");
+    expect(allocated).toContain("!('None' in object.spec.clusterIPs)");
+    expect(allocated).toContain('object.spec.type == "ClusterIP"');
+    const headless = exprs(plan([service('None')]));
+    expect(headless).toContain('object.spec.clusterIP == "None"');
+  });
+
   it('compares a large field piece by piece so no expression holds a huge literal', () => {
     const big = {
       group: 'apiextensions.k8s.io',

@@ -239,12 +239,13 @@ function contentChecks(expected: KubeObject): ContentCheck[] {
 }
 
 // Fields the API server fills in on create (before admission) that a plan cannot know: a Service's cluster IPs come
-// from the allocator, so a dry run's answer differs from the real create. They are allowed, not pinned.
+// from the allocator, so a dry run's answer differs from the real create. They may take any address, but not
+// `None` (a headless Service) unless the plan says so; a planned `None` is pinned.
 const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
   Service: { spec: ['clusterIP', 'clusterIPs'] },
 };
 
-/** `object.<key>` field by field as expected, except the allocated fields, which may be absent or any value. */
+/** `object.<key>` field by field as expected, the allocated fields checked as {@link SERVER_ALLOCATED} says. */
 function allocatedFieldChecks(
   key: string,
   value: Record<string, unknown>,
@@ -252,16 +253,23 @@ function allocatedFieldChecks(
 ): ContentCheck[] {
   const sel = celSelect('object', key);
   const present = celHas('object', key);
-  const fields = Object.keys(value).filter((k) => value[k] !== undefined && !allocated.includes(k));
+  const isHeadless = value.clusterIP === 'None';
+  const free = isHeadless ? [] : allocated;
+  const fields = Object.keys(value).filter((k) => value[k] !== undefined && !free.includes(k));
   const out: ContentCheck[] = [
-    {
-      what: `${key} (fields)`,
-      expression: `${present} && ${sel}.all(k, k in ${celLiteral([...fields, ...allocated])})`,
-    },
+    { what: `${key} (fields)`, expression: `${present} && ${sel}.all(k, k in ${celLiteral([...fields, ...free])})` },
   ];
   for (const k of fields) {
     for (const c of equalityChecks(sel, k, value[k], `${key}.${k}`))
       out.push({ what: c.what, expression: `${present} && (${c.expression})` });
+  }
+  for (const k of free) {
+    const f = celSelect(sel, k);
+    const notNone = typeof value[k] === 'object' ? `!('None' in ${f})` : `${f} != 'None'`;
+    out.push({
+      what: `${key}.${k} (allocated, not None)`,
+      expression: `!${present} || !${celHas(sel, k)} || ${notNone}`,
+    });
   }
   return out;
 }
