@@ -3,8 +3,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readEntries, writeSigningKeyPair } from '@baton/audit';
-import { type HandoffSummary, type LoadedPlan, loadHandoffPlan, runHandoff } from '@baton/core';
-import { clientsFromKubeconfigFile, findBootstrapLeftovers, type KubeClients, readObject } from '@baton/kube';
+import { type HandoffStep, type HandoffSummary, type LoadedPlan, loadHandoffPlan, runHandoff } from '@baton/core';
+import {
+  clientsFromKubeconfigFile,
+  findBootstrapLeftovers,
+  type KubeClients,
+  type KubeObject,
+  probeToken,
+  readObject,
+} from '@baton/kube';
 import {
   ensureFluxControllers,
   type FluxControllers,
@@ -13,6 +20,7 @@ import {
   startFluxBed,
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
 import {
   auditEventsBy,
   bootstrapMints,
@@ -21,7 +29,7 @@ import {
   killDuringPush,
   testHandoffDeps,
 } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, eventually } from '../../support/kube.js';
+import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 
 // A handoff to real Flux (source-controller + kustomize-controller built from Go modules) through baton's engine:
 // the confined bootstrap credential pushes bootstrap-manifests/flux, Flux takes over from a real Git server, the
@@ -39,7 +47,9 @@ beforeAll(async () => {
   flux = await ensureFluxControllers();
 }, 1_800_000);
 
-function startBed(o: { pullPassword?: string; takeoverTimeoutSeconds?: number } = {}) {
+function startBed(
+  o: { pullPassword?: string; takeoverTimeoutSeconds?: number; privilege?: 'scoped' | 'cluster-admin' } = {},
+) {
   return startFluxBed({
     profileDir: FLUX_DIR,
     controllers: flux,
@@ -293,4 +303,97 @@ describe('kill -9 mid-push', () => {
     expect(new Set(events.map((e) => e.credential?.fingerprint)).size).toBe(2);
     expect(readFileSync(bed.side.auditLogPath, 'utf8')).not.toContain(bed.side.git.credentials.password);
   }, 420_000);
+});
+
+describe('the cluster-admin choice, attacked with a stolen bootstrap token during the push', () => {
+  let bed: HandoffBed<FluxSide>;
+  let s: HandoffSummary;
+  let stolen = '';
+  const attempts: Record<string, AttemptResult> = {};
+
+  beforeAll(async () => {
+    bed = await startBed({ privilege: 'cluster-admin' });
+    const loaded = loadHandoffPlan(bed.side.planPath);
+    const admin = adminClients(bed.kubeconfigPath);
+    const { deps, captured } = testHandoffDeps(loaded, bed.kubeconfigPath, {
+      onStep: async (step: HandoffStep) => {
+        if (step !== 'push') return;
+        // The operator can request a token for the run's ServiceAccount: what a thief of the token would hold.
+        const sa = (await admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' })).items.find((x) =>
+          x.metadata?.name?.startsWith('baton-bootstrap-'),
+        )!.metadata!.name!;
+        stolen = await stealToken(admin, 'baton-system', sa);
+        Object.assign(attempts, await attack(stolen));
+      },
+    });
+    s = await runHandoff(loaded, deps);
+    expect(captured.text()).not.toContain(stolen);
+  }, 420_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  /** What a thief tries with a token that RBAC lets bind cluster-admin (the plan's choice needs `bind` on it). */
+  async function attack(token: string) {
+    const { c, out, attempt, apply } = attacker(bed.kubeconfigPath, token);
+    const service = (spec: Record<string, unknown>): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'source-controller', namespace: 'flux-system' },
+      spec: {
+        selector: { app: 'source-controller' },
+        ports: [{ name: 'http', port: 80, targetPort: 'http' }],
+        ...spec,
+      },
+    });
+    await attempt('bind cluster-admin to system:authenticated', () =>
+      c.rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: 'backdoor' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'Group', name: 'system:authenticated', apiGroup: 'rbac.authorization.k8s.io' }],
+        },
+      }),
+    );
+    await attempt('apply the planned cluster-admin binding with a second subject', () =>
+      apply({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'flux-cluster-reconciler', labels: { 'app.kubernetes.io/part-of': 'flux' } },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [
+          { kind: 'ServiceAccount', name: 'kustomize-controller', namespace: 'flux-system' },
+          { kind: 'ServiceAccount', name: 'default', namespace: 'default' },
+        ],
+      }),
+    );
+    await attempt('push the planned Service as a NodePort', () => apply(service({ type: 'NodePort' })));
+    await attempt('push the planned Service with an external IP', () =>
+      apply(service({ externalIPs: ['203.0.113.7'] })),
+    );
+    await attempt('push the planned Service headless', () => apply(service({ clusterIP: 'None' })));
+    return out;
+  }
+
+  it('refuses every attempt, naming the plan digest, and still hands off with cluster-admin recorded', async () => {
+    expect(Object.keys(attempts)).toHaveLength(5);
+    for (const [name, r] of Object.entries(attempts)) {
+      expect(r.status, name).toBe(403);
+      expect(r.message, name).toContain(s.confinement!.planDigest);
+    }
+    expect(s.outcome, s.error).toBe('handed-off');
+    const admin = adminClients(bed.kubeconfigPath);
+    expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'backdoor' }))).toBe(404);
+    const binding = await admin.rbac.readClusterRoleBinding({ name: 'flux-cluster-reconciler' });
+    expect(binding.subjects?.map((x) => `${x.namespace}/${x.name}`)).toEqual(['flux-system/kustomize-controller']);
+    const svc = await admin.core.readNamespacedService({ namespace: 'flux-system', name: 'source-controller' });
+    expect(svc.spec?.type).toBe('ClusterIP');
+    expect(svc.spec?.clusterIP).not.toBe('None');
+    expect(svc.spec?.externalIPs ?? []).toEqual([]);
+    const events = [];
+    for await (const e of readEntries(bed.side.auditLogPath)) events.push(e.statement.predicate);
+    expect(events.map((e) => [e.outcome, e.plan.pull.privilege])).toEqual([['handed-off', 'cluster-admin']]);
+    expect(await probeToken(clientsFromKubeconfigFile(bed.kubeconfigPath), stolen)).toBe(401);
+  });
 });

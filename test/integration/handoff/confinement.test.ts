@@ -1,11 +1,11 @@
 import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { type KubeObject, probeToken } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
-import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attacker, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, statusOfCall, tokenClients } from '../../support/kube.js';
+import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 
 // An attacker who gets hold of the bootstrap identity during the push window (here: the operator requests a second
 // token for the run's ServiceAccount) tries to plant lasting access against the real apiserver. RBAC alone allowed
@@ -31,13 +31,13 @@ beforeAll(async () => {
         s.metadata?.name?.startsWith('baton-bootstrap-'),
       )!.metadata!.name!;
       if (step === 'push') {
-        stolen = await tokenFor(admin, 'baton-system', bootstrap);
-        Object.assign(during, await attack(tokenClients(cluster.kubeconfigPath, stolen), bootstrap, 'during'));
+        stolen = await stealToken(admin, 'baton-system', bootstrap);
+        Object.assign(during, await attack(stolen, bootstrap, 'during'));
       } else {
         pushCompletedAt = Date.now();
         // 2 s after the push, while the token still authenticates (the API server's cache, or the stolen token).
         await new Promise((r) => setTimeout(r, 2000));
-        Object.assign(after, await attack(tokenClients(cluster.kubeconfigPath, stolen), bootstrap, 'after'));
+        Object.assign(after, await attack(stolen, bootstrap, 'after'));
         afterTokenStatus = await probeToken(deps.operator, stolen);
       }
     },
@@ -51,31 +51,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function tokenFor(admin: ReturnType<typeof adminClients>, namespace: string, name: string): Promise<string> {
-  const r = await admin.core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { expirationSeconds: 3600, audiences: [] } },
-  });
-  return r.status?.token ?? '';
-}
-
-type Clients = ReturnType<typeof tokenClients>;
-
 /** Every attempt the plan does not allow, and (during the window) one the plan does allow, as the bootstrap identity. */
-async function attack(c: Clients, bootstrapName: string, phase: 'during' | 'after') {
-  const out: Record<string, { status: number; message: string }> = {};
-  const attempt = async (name: string, call: () => Promise<unknown>) => {
-    try {
-      await call();
-      out[name] = { status: 200, message: '' };
-    } catch (err) {
-      const e = err as k8s.ApiException<string>;
-      out[name] = { status: e.code ?? 0, message: String(e.body ?? '') };
-    }
-  };
-  const apply = (o: KubeObject, fieldManager = 'baton-bootstrap') =>
-    c.objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
+async function attack(token: string, bootstrapName: string, phase: 'during' | 'after') {
+  const { c, out, attempt, apply } = attacker(cluster.kubeconfigPath, token);
   await attempt('bind the controller ClusterRole to system:authenticated', () =>
     c.rbac.createClusterRoleBinding({
       body: {

@@ -17,6 +17,7 @@ import { ensureFluxControllers, type FluxControllers } from './flux-controllers.
 import { type FluxPods, startFluxPods } from './flux-pods.js';
 
 const REPO = 'cluster-config';
+const CLUSTER_ADMIN_OPTION = join('options', 'cluster-admin-reconciler.yaml');
 const GIT_PATH = 'clusters/demo';
 /**
  * Files of the install that Git carries too (what `flux bootstrap` commits), so Flux applies and owns them. The CRDs
@@ -52,6 +53,11 @@ export interface StartFluxSideOptions {
   readonly intervals?: { readonly source?: string; readonly kustomization?: string };
   /** `takeover.timeoutSeconds` of the plan. @default 150 */
   readonly takeoverTimeoutSeconds?: number;
+  /**
+   * What kustomize-controller may apply: the scoped `flux-reconciler` role, or upstream's cluster-admin binding
+   * (`options/cluster-admin-reconciler.yaml` pushed too, and the plan's `controller.privilege` says so). @default 'scoped'
+   */
+  readonly privilege?: 'scoped' | 'cluster-admin';
 }
 
 /** A Git repository holding Flux's install and the example apps, a plan that hands off to Flux, and Flux's pods. */
@@ -85,6 +91,8 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
     if (!existsSync(join(pushDir, '05-crds.generated.yaml')))
       cpSync(controllers.crdsPath, join(pushDir, '05-crds.yaml'));
     cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+    if (o.privilege === 'cluster-admin')
+      cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-reconciler.yaml'));
     const example = join(o.profileDir, 'example', GIT_PATH);
     for (const f of readdirSync(example)) files[`${GIT_PATH}/${f}`] = readFileSync(join(example, f), 'utf8');
     const revision = await git.commitFiles(REPO, files, 'flux install and example apps');
@@ -96,7 +104,12 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(
       planPath,
-      stringify(fluxPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, o.takeoverTimeoutSeconds ?? 150)),
+      stringify(
+        fluxPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, {
+          timeoutSeconds: o.takeoverTimeoutSeconds ?? 150,
+          privilege: o.privilege ?? 'scoped',
+        }),
+      ),
     );
     const pods = await startFluxPods({ kubeconfigPath: o.kubeconfigPath, controllers });
     return {
@@ -132,7 +145,7 @@ function fluxPlan(
   kubeconfigPath: string,
   url: string,
   revision: string,
-  timeoutSeconds: number,
+  o: { readonly timeoutSeconds: number; readonly privilege: 'scoped' | 'cluster-admin' },
 ): Record<string, unknown> {
   return {
     apiVersion: 'baton.dev/v1alpha1',
@@ -148,6 +161,7 @@ function fluxPlan(
       namespace: 'flux-system',
       serviceAccount: 'kustomize-controller',
       fieldManager: 'kustomize-controller',
+      privilege: o.privilege,
       status: {
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
@@ -155,7 +169,7 @@ function fluxPlan(
         revisionPath: 'status.lastAppliedRevision',
       },
     },
-    takeover: { timeoutSeconds },
+    takeover: { timeoutSeconds: o.timeoutSeconds },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
     journalDir: './journal',
   };
