@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
-import { inlineStack, kubeconfigText, pulumiEnv, rootNodeModules, storedState } from './pulumi-fixture.js';
+import { inlineStack, kubeconfigText, pulumiEnv, rootNodeModules, stackCli, storedState } from './pulumi-fixture.js';
 
 // `pulumi up` of stacks/existing-cluster from a shell, with the kubeconfig coming from another stack's output (a
 // StackReference), as a program that created an EKS, GKE or AKS cluster in its own stack would provide it.
@@ -23,29 +23,9 @@ let kubeconfig: string;
 const savedNodeOptions = process.env.NODE_OPTIONS;
 const printed: string[] = [];
 
-async function cli(args: readonly string[], input?: string) {
-  const r = await env.run([...args, '--stack', STACK], {
-    cwd: STACK_DIR,
-    stack: STACK,
-    ...(input === undefined ? {} : { input }),
-  });
-  printed.push(r.stdout, r.stderr);
-  return r;
-}
-
-async function failing(args: readonly string[]): Promise<string> {
-  const text = await cli(args).then(
-    () => undefined,
-    (err: unknown) => {
-      let t = '';
-      for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) t += `${e.message}\n`;
-      return t;
-    },
-  );
-  if (text === undefined) throw new Error(`pulumi ${args.join(' ')} succeeded; it was expected to fail`);
-  printed.push(text);
-  return text;
-}
+// Bound once `env` exists (beforeAll).
+const cli = (args: readonly string[], input?: string) => stackCli(env, STACK_DIR, STACK, printed).run(args, input);
+const failing = (args: readonly string[]) => stackCli(env, STACK_DIR, STACK, printed).runFailing(args);
 
 beforeAll(async () => {
   cluster = await startCluster({ name: `pulumi-existing-${process.pid}` });

@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
-import { isGone, kubeClients, kubeconfigText, pulumiEnv, rootNodeModules, storedState } from './pulumi-fixture.js';
+import {
+  isGone,
+  kubeClients,
+  kubeconfigText,
+  pulumiEnv,
+  rootNodeModules,
+  stackCli,
+  storedState,
+} from './pulumi-fixture.js';
 
 // `pulumi preview/up/refresh/destroy` of stacks/local from a shell in its directory, through the real CLI, our
 // Node.js language host and the dynamic-provider host, against a real cluster, Git server and baton-controller.
@@ -27,26 +35,10 @@ const savedNodeOptions = process.env.NODE_OPTIONS;
 /** Everything the CLI printed, for the secret grep. */
 const printed: string[] = [];
 
-async function cli(args: readonly string[]): Promise<PulumiRunResult> {
-  const r = await env.run([...args, '--stack', STACK], { cwd: STACK_DIR, stack: STACK });
-  printed.push(r.stdout, r.stderr);
-  return r;
-}
-
+// Bound once `env` exists (beforeAll).
+const cli = (args: readonly string[]): Promise<PulumiRunResult> => stackCli(env, STACK_DIR, STACK, printed).run(args);
 /** Runs a command that must fail; returns everything it printed (the CLI's error carries stdout and stderr). */
-async function cliFailing(args: readonly string[]): Promise<string> {
-  const outcome = await cli(args).then(
-    () => undefined,
-    (err: unknown) => {
-      let text = '';
-      for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) text += `${e.message}\n`;
-      return text;
-    },
-  );
-  if (outcome === undefined) throw new Error(`pulumi ${args.join(' ')} succeeded; it was expected to fail`);
-  printed.push(outcome);
-  return outcome;
-}
+const cliFailing = (args: readonly string[]) => stackCli(env, STACK_DIR, STACK, printed).runFailing(args);
 
 /** `pulumi config set` with the value on stdin (env.run's `input`), never in argv. */
 async function setConfig(key: string, value: string, secret = false): Promise<void> {

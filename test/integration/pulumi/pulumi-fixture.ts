@@ -1,6 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createPulumiEnv, ensurePulumiEngine, type PulumiEnv, type PulumiEnvOptions } from '@baton/testenv';
+import {
+  createPulumiEnv,
+  ensurePulumiEngine,
+  type PulumiEnv,
+  type PulumiEnvOptions,
+  type PulumiRunResult,
+} from '@baton/testenv';
 import * as k8s from '@kubernetes/client-node';
 import { LocalWorkspace, PulumiCommand, type PulumiFn, type Stack } from '@pulumi/pulumi/automation/index.js';
 
@@ -69,4 +75,35 @@ export async function isGone(read: () => Promise<unknown>): Promise<boolean> {
     if ((err as { code?: number }).code === 404) return true;
     throw err;
   }
+}
+
+/**
+ * The `pulumi` CLI of one stack in one stack directory, from a shell as a user runs it: `run` (stdin as `input`,
+ * so config values never reach argv) and `runFailing` (for a command that must fail: everything it printed).
+ * Every output goes to `printed`, for the secret grep.
+ */
+export function stackCli(env: PulumiEnv, stackDir: string, stack: string, printed: string[]) {
+  const run = async (args: readonly string[], input?: string): Promise<PulumiRunResult> => {
+    const r = await env.run([...args, '--stack', stack], {
+      cwd: stackDir,
+      stack,
+      ...(input === undefined ? {} : { input }),
+    });
+    printed.push(r.stdout, r.stderr);
+    return r;
+  };
+  const runFailing = async (args: readonly string[]): Promise<string> => {
+    const text = await run(args).then(
+      () => undefined,
+      (err: unknown) => {
+        let t = '';
+        for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) t += `${e.message}\n`;
+        return t;
+      },
+    );
+    if (text === undefined) throw new Error(`pulumi ${args.join(' ')} succeeded; it was expected to fail`);
+    printed.push(text);
+    return text;
+  };
+  return { run, runFailing };
 }
