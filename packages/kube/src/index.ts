@@ -49,6 +49,8 @@ export type { KindInfo, KubeObject } from './kube-object.js';
 export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';
 export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
 export { acquireHandoffLock, LockHeldError, releaseHandoffLock, renewHandoffLock } from './lease-lock.js';
+export type { CheckPushedObjectsOptions, PushedObjectMismatch, PushedObjectsCheck } from './post-close-check.js';
+export { checkPushedObjects, diffFromPlan } from './post-close-check.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';
 export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
 export type { DeploymentState, FieldOwnership } from './readiness.js';

@@ -1,5 +1,5 @@
 import { ConfinementError } from '@baton/errors';
-import { closeConfinement, probeClosed } from '@baton/kube';
+import { checkPushedObjects, closeConfinement, probeClosed } from '@baton/kube';
 import { pollUntil } from '../clock.js';
 import { pushManifests } from '../push.js';
 import { checkTakeover, type TakeoverState } from '../takeover.js';
@@ -23,7 +23,9 @@ export async function push(run: HandoffRun): Promise<void> {
     { fieldManager: run.plan.push.fieldManager, clock: run.clock, signal: run.signal },
   );
   run.pushEndMs = run.clock.monotonicMs();
-  run.closing = closeWriteWindow(run).catch((err: unknown) => run.windowNotClosed.abort(err));
+  run.closing = closeWriteWindow(run)
+    .then(() => verifyAfterClose(run))
+    .catch((err: unknown) => run.windowNotClosed.abort(err));
 }
 
 /**
@@ -65,6 +67,30 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
     { policy: c.plan.name, writeWindowSeconds: seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime()) },
     'closed the write window',
   );
+}
+
+/**
+ * The post-close check: once the identity can no longer write, reads every pushed object with the operator's
+ * credential and compares it with the plan (see {@link checkPushedObjects}: Secrets by a digest of their values, held
+ * in memory only; every other object by each field the plan declares). Admission pins a Secret's keys, not its values,
+ * and may pin a large object only partly: this is where the rest is verified.
+ * @throws {ConfinementError} naming every object that differs and its fields (never a value): the run fails closed
+ * (revoke, prove, record `failed`, no receipt).
+ */
+export async function verifyAfterClose(run: HandoffRun): Promise<void> {
+  const c = run.confinement;
+  if (!c?.closedAt) return;
+  const r = await checkPushedObjects(run.deps.operator, c.expected);
+  if (r.mismatches.length > 0) {
+    const list = r.mismatches.map((m) => `${m.object} (${m.fields.slice(0, 5).join(', ')})`).join('; ');
+    throw new ConfinementError(
+      `post-close check: ${r.mismatches.length} pushed object(s) differ from the plan ${c.plan.planDigest}: ${list}; someone wrote them during the push window (the bootstrap credential is revoked now); inspect them, restore them from the plan, then rerun`,
+      { details: { objects: r.mismatches.map((m) => m.object) } },
+    );
+  }
+  c.verifiedAt = run.clock.now();
+  c.verifiedObjects = r.checked;
+  run.log.info({ objects: r.checked }, 'every pushed object matches the plan');
 }
 
 /**

@@ -181,6 +181,7 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     ...(c.probeMs !== undefined ? { probeSeconds: seconds(c.probeMs) } : {}),
     ...(c.closeMs !== undefined ? { closeSeconds: seconds(c.closeMs) } : {}),
     ...(c.keptBecause ? { kept: c.keptBecause } : {}),
+    ...(c.verifiedAt ? { verifiedAt: c.verifiedAt.toISOString(), verifiedObjects: c.verifiedObjects ?? 0 } : {}),
   };
 }
 

@@ -163,6 +163,13 @@ export interface ConfinementSummary {
   readonly probeSeconds?: number;
   /** Seconds from the end of the push until the closed policy denied a planned write (the window's end). */
   readonly closeSeconds?: number;
+  /**
+   * When the post-close check (operator's credential, after the close) found every pushed object as planned, Secret
+   * values by digest; absent when it did not run or found a difference (the run then failed naming the object).
+   */
+  readonly verifiedAt?: string;
+  /** How many pushed objects the post-close check read and compared. */
+  readonly verifiedObjects?: number;
 }
 
 /** What a run that completed a killed run's handoff found and recorded (see {@link HandoffSummary.resumed}). */
