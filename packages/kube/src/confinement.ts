@@ -364,7 +364,7 @@ export async function installConfinement(operator: KubeClients, c: Confinement):
       const status = statusOf(err);
       const cause = toKubeApiError(err, `create ${describeObject(o)}`);
       throw new ConfinementError(
-        `could not install the confinement of the bootstrap identity (${cause.message})${status === 403 ? '; the operator needs create, update and delete on validatingadmissionpolicies and validatingadmissionpolicybindings (admissionregistration.k8s.io)' : status === 404 ? '; the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or newer is required)' : ''}; nothing was pushed`,
+        `could not install the confinement of the bootstrap identity (${cause.message})${status === 403 ? '; the operator needs create, update and delete on validatingadmissionpolicies and validatingadmissionpolicybindings (admissionregistration.k8s.io)' : status === 404 ? '; the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.34 or newer is required)' : ''}; nothing was pushed`,
         { cause, details: { object: describeObject(o), status } },
       );
     }

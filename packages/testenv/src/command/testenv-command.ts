@@ -1,12 +1,19 @@
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { listClusters, stopClusterByName } from '../cluster.js';
-import { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from '../control-plane-binaries.js';
+import {
+  CONTROL_PLANE_VERSIONS,
+  ensureControlPlaneBinaries,
+  KUBERNETES_VERSIONS,
+  resolveKubernetesVersion,
+} from '../control-plane-binaries.js';
 import { startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { KubeHttp } from '../kube-http.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
 import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
+
+const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;
 
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -34,11 +41,21 @@ export function testenvCommand(): Command {
     .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
     .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
     .option('--keep', 'keep the data directory after `down`', false)
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .option('--json', 'print one JSON object: name, server, kubeconfigPath, auditLogPath', false)
     .action(async (o) => {
-      if (!o.json) err('building or reusing the control-plane binaries, then starting the cluster…');
-      await ensureControlPlaneBinaries({ onProgress: o.json ? () => {} : err });
-      const c = await startDetachedCluster({ ...(o.name ? { name: o.name } : {}), nodes: o.nodes, keep: o.keep });
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      if (!o.json)
+        err(
+          `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster…`,
+        );
+      await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: o.json ? () => {} : err });
+      const c = await startDetachedCluster({
+        ...(o.name ? { name: o.name } : {}),
+        nodes: o.nodes,
+        keep: o.keep,
+        kubernetesVersion,
+      });
       const out = { name: c.name, server: c.server, kubeconfigPath: c.kubeconfigPath, auditLogPath: c.auditLogPath };
       if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
       else {
@@ -117,9 +134,11 @@ export function testenvCommand(): Command {
       "also build Flux's source-controller and kustomize-controller (minutes and 1.6 GB when cold) and write their CRDs to bootstrap-manifests/flux",
       false,
     )
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .option('--json', 'print what was built as JSON', false)
     .action(async (o) => {
-      const bins = await ensureControlPlaneBinaries({ force: o.force, onProgress: err });
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      const bins = await ensureControlPlaneBinaries({ force: o.force, kubernetesVersion, onProgress: err });
       const engine = o.pulumi ? await ensurePulumiEngine({ force: o.force, onProgress: err }) : undefined;
       const flux = o.flux ? await ensureFluxControllers({ force: o.force, onProgress: err }) : undefined;
       const builds = [...bins.builds, ...(engine?.builds ?? []), ...(flux?.builds ?? [])].map((b) => ({
@@ -133,7 +152,7 @@ export function testenvCommand(): Command {
       }));
       if (o.json)
         process.stdout.write(
-          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, ...(engine ? PULUMI_VERSIONS : {}), ...(flux ? FLUX_VERSIONS : {}) }, builds, ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}) }, null, 2)}\n`,
+          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, kubernetes: kubernetesVersion, ...(engine ? PULUMI_VERSIONS : {}), ...(flux ? FLUX_VERSIONS : {}) }, builds, ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}) }, null, 2)}\n`,
         );
       else
         for (const b of builds)
