@@ -32,7 +32,13 @@ export interface ConfinementState {
   /** Set once the policy and binding were created (a failed install may have left the policy alone). */
   installedAt?: Date;
   probeDenied: boolean;
+  /** When a planned write by the token was first refused after the push (the end of the write window). */
   closedAt?: Date;
+  /**
+   * When the token was first denied `get` on the planned Secrets after its bindings were deleted (the end of its
+   * privilege: it may still authenticate until the revocation is proven, but is authorized for nothing of the plan).
+   */
+  privilegeEndedAt?: Date;
   removedAt?: Date;
   /** Milliseconds of the live window spent on the probe outside the plan, and on closing the write window. */
   probeMs?: number;

@@ -101,6 +101,11 @@ export interface HandoffSummary {
      * which it could write, next to `liveSeconds`, the window in which it authenticated.
      */
     readonly writeWindowSeconds?: number;
+    /**
+     * Seconds from issue until the credential, asking as itself, was denied `get` on the planned Secrets once its
+     * bindings were deleted after the push: the window in which it could read or write anything of the plan.
+     */
+    readonly privilegeWindowSeconds?: number;
     readonly rules: readonly RbacRule[];
   };
   /** The admission-level confinement of the bootstrap identity to the plan. */
