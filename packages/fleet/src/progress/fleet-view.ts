@@ -1,6 +1,6 @@
 import { formatDuration, formatStep, type LogRecord, type PlanFacts, StepTracker } from '@baton/progress';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
-import type { ClusterResult, FleetProgressEvent, FleetResult } from '../orchestrator.js';
+import type { ClusterResult, FleetProgressEvent, FleetResult } from '../fleet-result.js';
 import type { Wave } from '../waves.js';
 
 /** Options of {@link createFleetView}. */
