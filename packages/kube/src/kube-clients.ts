@@ -1,6 +1,33 @@
+import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
+import { ExecCredentialAuth } from './exec-credential.js';
 import { UntypedObjectApi } from './untyped-object-api.js';
+
+/** The exec authenticator of each KubeConfig baton built clients from (impersonating clients share the operator's). */
+const execAuths = new WeakMap<k8s.KubeConfig, ExecCredentialAuth>();
+
+/**
+ * Puts baton's exec credential plugin runner ({@link ExecCredentialAuth}) in place of client-node's own, which
+ * ignores provideClusterInfo and installHint and runs the plugin again for a credential without expiry; and trims a
+ * token read from a token-file (client-node keeps its trailing newline, which no API server accepts).
+ */
+function prepareAuth(kc: k8s.KubeConfig, baseDir: string | undefined, shared?: ExecCredentialAuth): void {
+  if (execAuths.has(kc)) return;
+  const auth = shared ?? new ExecCredentialAuth(() => kc.getCurrentCluster(), baseDir);
+  // client-node exports neither the field nor the class: find its ExecAuth by name (pinned 1.4.0, checked by tests).
+  const builtIn = (kc as unknown as { authenticators?: object[] }).authenticators;
+  const i = builtIn?.findIndex((a) => a.constructor.name === 'ExecAuth') ?? -1;
+  if (!builtIn || i < 0)
+    throw new Error(
+      '@kubernetes/client-node changed: KubeConfig has no built-in ExecAuth to replace; update kube-clients.ts',
+    );
+  builtIn[i] = auth;
+  execAuths.set(kc, auth);
+  for (const user of kc.getUsers()) {
+    if (user.token) (user as { token?: string }).token = user.token.trim();
+  }
+}
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
 export interface KubeClients {
@@ -26,7 +53,8 @@ export interface KubeClients {
  * @throws {ConfigError} when the context names no cluster, or the cluster skips TLS verification (baton never sends
  * a credential to a server it cannot verify).
  */
-export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
+export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: { readonly baseDir?: string } = {}): KubeClients {
+  prepareAuth(kc, options.baseDir);
   const cluster = kc.getCurrentCluster();
   if (!cluster)
     throw new ConfigError(`kubeconfig context "${kc.getCurrentContext()}" names no cluster; fix the context`);
@@ -67,7 +95,7 @@ export function clientsFromKubeconfigFile(path: string, context?: string): KubeC
     );
   }
   useContext(kc, `kubeconfig ${path}`, context);
-  return clientsFromKubeConfig(kc);
+  return clientsFromKubeConfig(kc, { baseDir: dirname(path) });
 }
 
 /**
@@ -118,6 +146,7 @@ export function clientsImpersonating(operator: Pick<KubeClients, 'kc'>, username
     contexts: [{ ...context, name: 'impersonating' }],
     currentContext: 'impersonating',
   });
+  prepareAuth(kc, undefined, execAuths.get(operator.kc));
   return clientsFromKubeConfig(kc);
 }
 
