@@ -5,6 +5,7 @@ import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
+import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 
@@ -47,6 +48,7 @@ beforeAll(async () => {
     },
   });
   summary = await runHandoff(env.loaded, deps);
+  recordCompatMetrics('confinement', summary);
   expect(captured.text()).not.toContain(stolen);
 }, 600_000);
 
