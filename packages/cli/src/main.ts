@@ -16,6 +16,11 @@ export const NOUNS = {
     summary: 'start, list and stop real local Kubernetes control planes (built from Go modules)',
     load: async () => (await import('./testenv/command.js')).testenvCommand(),
   },
+  init: {
+    summary:
+      'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
+    load: async () => (await import('./init/command.js')).initCommand(),
+  },
   audit: {
     summary: 'review, verify and prove the signed, tamper-evident handoff audit log',
     load: async () => (await import('./audit/command.js')).auditCommand(),
