@@ -57,6 +57,34 @@ const PushOnlyRuleSchema = z.strictObject({
   reason: z.string().min(1),
 });
 
+/**
+ * What a plan's `controller` block (and `pull.credential.secretName`) says of this controller by default. The
+ * namespace is the profile's, the status object its `revision` rule's, the field manager its first `fieldManagers`.
+ */
+/** One field of the push set that names the Git source, rendered by `baton init` from the plan's `pull.source`. */
+const SourceFieldSchema = z.strictObject({
+  kind: z.string().min(1),
+  name: z.string().min(1),
+  field: z.string().min(1).describe('dotted path in the object, e.g. spec.url'),
+  value: z
+    .string()
+    .regex(/\{(url|ref|path)\}/, 'must contain {url}, {ref} or {path}')
+    .describe('what the field becomes: {url}, {ref} and {path} are the plan’s pull.source'),
+});
+
+const ControllerBlockSchema = z.strictObject({
+  name: z.string().min(1).describe('the controller Deployment (a plan’s controller.name)'),
+  serviceAccount: z.string().min(1).describe('its ServiceAccount (a plan’s controller.serviceAccount)'),
+  pullSecret: z
+    .string()
+    .min(1)
+    .describe('the Secret holding the read-only Git credential it pulls with (a plan’s pull.credential.secretName)'),
+  source: z
+    .array(SourceFieldSchema)
+    .default([])
+    .describe('where the push set names the Git source the controller pulls (`baton init` renders these fields)'),
+});
+
 /** A GitOps controller profile: how to tell that it is installed, healthy, and has taken over. */
 export const ProfileSchema = z
   .strictObject({
@@ -76,6 +104,9 @@ export const ProfileSchema = z
       .default([])
       .describe('field managers the controller applies with; the plan’s controller.fieldManager must be one'),
     pushOnly: z.array(PushOnlyRuleSchema).default([]),
+    controller: ControllerBlockSchema.optional().describe(
+      'the plan’s controller block as this profile installs it: a plan may omit it and override any field',
+    ),
   })
   .describe('baton controller profile');
 
@@ -83,6 +114,8 @@ export const ProfileSchema = z
 export type Profile = z.infer<typeof ProfileSchema>;
 /** One revision rule of a profile. */
 export type RevisionRule = Profile['revision'];
+/** One field of the push set that names the Git source. */
+export type SourceField = NonNullable<Profile['controller']>['source'][number];
 /** One condition rule of a revision rule. */
 export type ConditionRule = RevisionRule['conditions'][number];
 

@@ -153,7 +153,7 @@ export const handoffProvider = {
 
   async delete(_id: string, props: HandoffOutputs): Promise<void> {
     process.stderr.write(
-      `baton: cluster ${props.clusterName} stays handed off: its controller ${props.controller.namespace}/${props.controller.name} keeps running and pulling from Git (pull owns it); only the handoff's record leaves the Pulumi state\n`,
+      `baton: cluster ${props.clusterName} stays handed off: its ${props.controller.profile} controller keeps running and pulling from Git (pull owns it); only the handoff's record leaves the Pulumi state\n`,
     );
   },
 };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +76,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       writeFileSync(join(pushDir, f), text);
       files[`${gitPath}/baton-controller/${f}`] = text;
     }
+    copyProfileRules(o.profileDir, pushDir);
     const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
     const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
     const pullCredentialPath = writePullCredential(dir, git.credentials);
@@ -144,6 +145,15 @@ export async function startSide<T extends object>(
   }
 }
 
+/**
+ * Copies the profile's rules (`rules/profile.yaml`: takeover rules and the plan's controller block) into the push set,
+ * where core finds them; the push reads only the top level as manifests.
+ */
+export function copyProfileRules(profileDir: string, pushDir: string): void {
+  mkdirSync(join(pushDir, 'rules'), { recursive: true });
+  cpSync(join(profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+}
+
 /** Writes `pull.yaml` (username, password; mode 0600) in `dir`: the plan's pull.credential.fromFile. */
 export function writePullCredential(dir: string, c: { readonly username: string; readonly password: string }): string {
   const path = join(dir, 'pull.yaml');
@@ -164,7 +174,7 @@ export async function writeAuditKeyFiles(
 
 /**
  * The HandoffPlan (baton.dev/v1alpha1) to baton-controller; relative paths are relative to the plan file. The controller
- * block repeats @baton/pulumi's `batonController()` as plan YAML: testenv depends on no baton package but errors.
+ * block and the pull Secret's name come from the profile the push set carries (`push/rules/profile.yaml`).
  */
 function planFor(p: {
   clusterName: string;
@@ -185,19 +195,8 @@ function planFor(p: {
       secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
     },
     pull: {
-      credential: { secretName: 'baton-pull-credential', fromFile: './pull.yaml' },
+      credential: { fromFile: './pull.yaml' },
       source: { url: p.url, ref: 'main', path: p.gitPath, revision: p.revision },
-    },
-    controller: {
-      name: 'baton-controller',
-      namespace: 'baton-system',
-      serviceAccount: 'baton-controller',
-      status: {
-        apiVersion: 'baton.dev/v1alpha1',
-        kind: 'GitSync',
-        name: 'baton-controller',
-        revisionPath: 'status.lastAppliedRevision',
-      },
     },
     takeover: { timeoutSeconds: 150 },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
