@@ -52,7 +52,7 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
   const logPath = join(outDir, 'pulumi-up.log');
   try {
     await env.run(['stack', 'init', stack], { cwd: STACK_DIR, stack, signal });
-    await configure(bed, run);
+    await configureStack(bed, run);
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const up = await runUp().then(
@@ -72,8 +72,11 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
   }
 }
 
-/** Sets the stack's config: plain values with `config set-all`, secrets one by one on stdin. */
-async function configure(
+/**
+ * Sets the config of a stack of stacks/local's shape (its keys, `handoffFromConfig`'s) for `bed`: plain values with
+ * `config set-all`, secrets one by one on stdin.
+ */
+export async function configureStack(
   bed: HandoffBed,
   run: (args: readonly string[], input?: string) => Promise<unknown>,
 ): Promise<void> {

@@ -5,7 +5,9 @@
 //
 // The CLI starts it as `pulumi-language-nodejs [--logtostderr] [-v=N] [--tracing URL] <engine address>` and reads the
 // gRPC port from the first line of stdout. Run starts `@pulumi/pulumi/cmd/run` (the program's own copy, so the program
-// and the runner share the SDK's runtime state) under tsx, so TypeScript and ESM programs load without a build step.
+// and the runner share the SDK's runtime state) under tsx, so TypeScript and ESM programs load without a build step;
+// `runtime.options.typescript: false` in Pulumi.yaml turns that off, as it turns off ts-node in Pulumi's own host
+// (a program compiled with tsc then runs as plain JavaScript, under nothing but its own `nodeargs`).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
@@ -47,14 +49,18 @@ function nodeArgs(info) {
   return typeof options.nodeargs === 'string' ? options.nodeargs.split(/\s+/).filter(Boolean) : [];
 }
 
+/** False when Pulumi.yaml says `runtime.options.typescript: false`. */
+function isTypeScript(info) {
+  return info?.getOptions()?.toJavaScript()?.typescript !== false;
+}
+
 function runArgs(request) {
   const info = request.getInfo();
   const programDirectory = resolve(info?.getProgramDirectory() || request.getPwd() || process.cwd());
   const entryPoint = info?.getEntryPoint() || request.getProgram() || '.';
   const args = [
     ...nodeArgs(info),
-    '--import',
-    tsxLoader,
+    ...(isTypeScript(info) ? ['--import', tsxLoader] : []),
     runnerFor(programDirectory),
     '--monitor',
     request.getMonitorAddress(),
