@@ -145,3 +145,61 @@ export async function installOutside(o: InstallOutsideOptions): Promise<OutsideI
     throw err;
   }
 }
+
+/** A user's Pulumi program: imports the installed @baton/pulumi and hands the cluster off from stack config. */
+const PROGRAM = `import { handoffFromConfig } from '@baton/pulumi';
+import * as pulumi from '@pulumi/pulumi';
+
+export default () => handoffFromConfig(new pulumi.Config().requireSecret('kubeconfig'));
+`;
+
+/** The Pulumi project name of {@link USER_PULUMI_PROJECT_FILES}. */
+export const USER_PULUMI_PROJECT = 'baton-outside';
+
+/** A user's TypeScript Pulumi project: the program, its tsconfig and Pulumi.yaml (package.json comes from npm). */
+export const USER_PULUMI_PROJECT_FILES = {
+  'index.ts': PROGRAM,
+  'tsconfig.json': `${JSON.stringify(
+    {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        skipLibCheck: true,
+        outDir: 'dist',
+      },
+      include: ['index.ts'],
+    },
+    null,
+    2,
+  )}\n`,
+  // Compiled with tsc, so Pulumi runs plain JavaScript: `typescript: false` turns off the host's TypeScript loader.
+  'Pulumi.yaml': `name: ${USER_PULUMI_PROJECT}\nruntime:\n  name: nodejs\n  options:\n    typescript: false\n`,
+};
+
+/**
+ * Installs `tarballs` into a fresh user project holding {@link USER_PULUMI_PROJECT_FILES} (with `typescript` as its own
+ * devDependency) and compiles the program with the project's tsc, as a user does before `pulumi up`.
+ * @throws when npm or tsc fails; the directory is removed then.
+ */
+export async function installUserPulumiProject(tarballs: PackedTarballs): Promise<OutsideInstall> {
+  const project = await installOutside({
+    tarballs,
+    packageJson: {
+      name: USER_PULUMI_PROJECT,
+      private: true,
+      type: 'module',
+      main: 'dist/index.js',
+      devDependencies: { typescript: '6.0.3' },
+    },
+    files: USER_PULUMI_PROJECT_FILES,
+  });
+  try {
+    await run(project.bin('tsc'), ['-p', '.'], { cwd: project.dir, env: project.env });
+    return project;
+  } catch (err) {
+    await project.remove();
+    throw err;
+  }
+}

@@ -9,6 +9,7 @@
 // `runtime.options.typescript: false` in Pulumi.yaml turns that off, as it turns off ts-node in Pulumi's own host
 // (a program compiled with tsc then runs as plain JavaScript, under nothing but its own `nodeargs`).
 import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -21,6 +22,16 @@ const languagePb = sdkRequire('./proto/language_pb.js');
 const pluginPb = sdkRequire('./proto/plugin_pb.js');
 const sdkVersion = sdkRequire('./package.json').version;
 const tsxLoader = import.meta.resolve('tsx');
+
+/**
+ * `pnpm bench:pulumi` splits the seconds before the mint: with BATON_LANGUAGE_HOST_TIMINGS set to a file, the host
+ * appends when its process started and when Run arrived (epoch ms, one JSON object a line).
+ */
+const timingsPath = process.env.BATON_LANGUAGE_HOST_TIMINGS;
+function recordTiming(event, at = Date.now()) {
+  if (timingsPath) appendFileSync(timingsPath, `${JSON.stringify({ event, at: Math.round(at) })}\n`);
+}
+recordTiming('host-started', performance.timeOrigin);
 
 /** Exit code of `cmd/run` when it has already shown the user the error. */
 const BAIL_EXIT_CODE = 32;
@@ -91,6 +102,7 @@ function runArgs(request) {
 }
 
 function run(call, callback) {
+  recordTiming('run');
   let spec;
   try {
     spec = runArgs(call.request);

@@ -10,7 +10,7 @@ import { startDemoBed } from '../../../scripts/demo/bed.js';
 import { configureStack } from '../../../scripts/demo/pulumi-up.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
 import {
-  installOutside,
+  installUserPulumiProject,
   type OutsideInstall,
   type PackedTarballs,
   packPackages,
@@ -24,34 +24,6 @@ import { stackCli } from '../pulumi/pulumi-fixture.js';
 const execFileAsync = promisify(execFile);
 const STACK = `outside${process.pid}`;
 
-/** The user's program: imports the installed @baton/pulumi and hands the cluster off from stack config. */
-const PROGRAM = `import { handoffFromConfig } from '@baton/pulumi';
-import * as pulumi from '@pulumi/pulumi';
-
-export default () => handoffFromConfig(new pulumi.Config().requireSecret('kubeconfig'));
-`;
-
-const PROJECT_FILES = {
-  'index.ts': PROGRAM,
-  'tsconfig.json': `${JSON.stringify(
-    {
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        skipLibCheck: true,
-        outDir: 'dist',
-      },
-      include: ['index.ts'],
-    },
-    null,
-    2,
-  )}\n`,
-  // Compiled with tsc, so Pulumi runs plain JavaScript: `typescript: false` turns off the host's TypeScript loader.
-  'Pulumi.yaml': 'name: baton-outside\nruntime:\n  name: nodejs\n  options:\n    typescript: false\n',
-};
-
 const startedAt = performance.now();
 const packDir = join(tmpdir(), `baton-pack-${process.pid}`);
 let tarballs: PackedTarballs;
@@ -60,18 +32,7 @@ const printed: string[] = [];
 
 beforeAll(async () => {
   tarballs = await packPackages(runtimeClosure(['@baton/cli', '@baton/pulumi']), packDir);
-  project = await installOutside({
-    tarballs,
-    packageJson: {
-      name: 'baton-outside',
-      private: true,
-      type: 'module',
-      main: 'dist/index.js',
-      devDependencies: { typescript: '6.0.3' },
-    },
-    files: PROJECT_FILES,
-  });
-  await execFileAsync(project.bin('tsc'), ['-p', '.'], { cwd: project.dir, env: project.env });
+  project = await installUserPulumiProject(tarballs);
 }, 900_000);
 
 afterAll(async () => {
@@ -136,8 +97,7 @@ describe('the installed baton up', () => {
 
   it('hands a test-bed cluster off', async () => {
     const r = await runBin('baton', ['up', '--plan', bed.side.planPath, '-o', 'json']);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout) as { outcome: string; revision: string };
     expect(summary).toMatchObject({ outcome: 'handed-off', revision: bed.side.revision });
     for (const secret of bed.side.secretValues) expect(printed.join('\n')).not.toContain(secret);
