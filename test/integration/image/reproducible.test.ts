@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Two clean checkouts of HEAD in different directories (git worktrees), each with its own `pnpm install`, build the
 // image; the second builds every layer again from the verified downloads (--no-layer-cache) into a scratch cache
@@ -45,25 +45,33 @@ afterAll(async () => {
   }
 });
 
-describe('the baton-controller image', () => {
-  it('builds to the same digest from two clean checkouts, and 40-deployment.yaml pins that digest', async () => {
-    const a = await checkout('a');
-    const first = await build(a, []);
-    const b = await checkout('b');
-    const scratch = join(b, '..', 'cache');
-    // Only the downloads are shared: every layer is built again from them.
-    const downloads = join(homedir(), '.cache/baton/image');
-    for (const d of ['debs', 'npm']) cpSync(join(downloads, d), join(scratch, d), { recursive: true });
-    const second = await build(b, ['--no-layer-cache', '--cache-dir', scratch]);
+let a: string;
+let first: BuildResult;
+let second: BuildResult;
 
+// The builds are the fixture (two installs and a cold layer build: minutes on 2 busy cores); the tests read them.
+beforeAll(async () => {
+  a = await checkout('a');
+  first = await build(a, []);
+  const b = await checkout('b');
+  const scratch = join(b, '..', 'cache');
+  // Only the downloads are shared: every layer is built again from them.
+  const downloads = join(homedir(), '.cache/baton/image');
+  for (const d of ['debs', 'npm']) cpSync(join(downloads, d), join(scratch, d), { recursive: true });
+  second = await build(b, ['--no-layer-cache', '--cache-dir', scratch]);
+});
+
+describe('the baton-controller image', () => {
+  it('builds to the same digest from two clean checkouts, and 40-deployment.yaml pins that digest', () => {
     expect(second.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(second.digest).toBe(first.digest);
     expect(second.layers).toEqual(first.layers);
     expect(second.sbom).toBe(first.sbom);
     const deployment = readFileSync(join(a, 'bootstrap-manifests/baton-controller/40-deployment.yaml'), 'utf8');
     expect(deployment).toContain(`image: ghcr.io/baton-dev/baton-controller@${first.digest}`);
+  });
 
-    // What the image promises: non-root, read-only friendly (/tmp the one volume), no build time anywhere.
+  it('runs as 65532 with /tmp its one volume, and carries no build time', () => {
     const layout = join(a, 'layout');
     const manifest = JSON.parse(blob(layout, first.digest).toString()) as { config: { digest: string } };
     const config = JSON.parse(blob(layout, manifest.config.digest).toString()) as {
@@ -76,8 +84,10 @@ describe('the baton-controller image', () => {
     expect(config.config.User).toBe('65532:65532');
     expect(config.config.Entrypoint).toEqual(['/usr/local/bin/node', '/app/main.mjs']);
     expect(Object.keys(config.config.Volumes)).toEqual(['/tmp']);
+  });
 
-    // The SBOM, a referrer of the image in the layout, lists every package with its version.
+  it('has an SPDX SBOM, a referrer of the image, listing every package with its version', () => {
+    const layout = join(a, 'layout');
     const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
       manifests: { digest: string; artifactType?: string }[];
     };
@@ -99,8 +109,10 @@ describe('the baton-controller image', () => {
     expect(listed.get(lock.node.package)).toBe(lock.node.version);
     expect(listed.get('pino')).toBe('10.4.0');
     expect(listed.get('@baton/controller')).toBe('0.1.0');
+  });
 
-    // Every layer entry is owned by 0:0 with mtime 0, in sorted order.
+  it('writes layer entries owned by 0:0 with mtime 0', async () => {
+    const layout = join(a, 'layout');
     const { stdout } = await run('tar', ['-tvzf', join(layout, 'blobs/sha256', first.layers[2]!.digest.slice(7))]);
     expect(stdout.trim().split('\n')).toEqual([
       expect.stringMatching(/^drwxr-xr-x 0\/0\s+0 1970-01-01 00:00 app\/$/),
