@@ -30,6 +30,19 @@ describe('validateManifestSet', () => {
     expect(set.objects.find((m) => m.object.kind === 'Deployment')?.line).toBe(1);
   });
 
+  it('digests the set canonically (RFC 8785): the same objects with their keys in another order give the same digest', () => {
+    const objects = readManifestDir(plan.push.manifests);
+    const reversed = objects.map((m) => ({ ...m, object: reverseKeys(m.object) as typeof m.object }));
+    expect(JSON.stringify(reversed[0]!.object)).not.toBe(JSON.stringify(objects[0]!.object));
+    const digest = validateManifestSet(objects, plan).digest;
+    expect(validateManifestSet(reversed, plan).digest).toBe(digest);
+    // A changed value still changes it.
+    const changed = objects.map((m) =>
+      m.object.kind === 'ConfigMap' ? { ...m, object: { ...m.object, data: { other: 'x' } } } : m,
+    );
+    expect(validateManifestSet(changed, plan).digest).not.toBe(digest);
+  });
+
   it('refuses a Pod, a cluster-admin binding for a foreign subject and a workload in another namespace, naming file, object and rule', () => {
     const good = readManifestDir(plan.push.manifests);
     const bad = readManifestDir(`${fixtures}refused`);
@@ -190,3 +203,13 @@ describe('planSecrets', () => {
     expect(JSON.stringify(set.digest)).not.toContain('s3cr3t');
   });
 });
+
+function reverseKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(reverseKeys);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .reverse()
+      .map(([k, x]) => [k, reverseKeys(x)]),
+  );
+}

@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube';
 import { LineCounter, parse, parseAllDocuments } from 'yaml';
+import { canonicalJson } from './canonical-json.js';
 import type { HandoffPlan } from './handoff-plan.js';
 import { findProfile, type LoadedProfile, loadProfile, pushOnlyReason } from './profile.js';
 
@@ -368,13 +369,17 @@ function controllerImageOf(
   return { image: image.slice(0, at), digest: image.slice(at + 1) };
 }
 
-/** `sha256:` over the canonical JSON of the objects in apply order. */
+/**
+ * `sha256:` over the RFC 8785 canonical JSON (JCS) of the objects in apply order: the same objects give the same
+ * digest whatever the key order of their YAML. (Before issue 18 it hashed JSON.stringify in YAML key order; events
+ * recorded then keep their digest as a signed value: verification checks signatures and the log, never recomputes it.)
+ */
 function setDigest(ordered: readonly ManifestObject[]): string {
   // Secret values never enter the digest (a hash of a short password can be guessed offline): keys only.
   const digestable = ordered.map((m) =>
     m.object.kind === 'Secret' ? { ...m.object, data: secretKeys(m.object), stringData: undefined } : m.object,
   );
-  return `sha256:${createHash('sha256').update(JSON.stringify(digestable)).digest('hex')}`;
+  return `sha256:${createHash('sha256').update(canonicalJson(digestable)).digest('hex')}`;
 }
 
 // Custom kinds (the controller's source object) come after the built-in ones: their CRD must exist first.

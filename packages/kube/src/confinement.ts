@@ -238,10 +238,12 @@ function contentChecks(expected: KubeObject): ContentCheck[] {
   return checks;
 }
 
-// Fields the API server fills in on create (before admission) that a plan cannot know: a Service's cluster IPs come
-// from the allocator, so a dry run's answer differs from the real create. They may take any address, but not
-// `None` (a headless Service) unless the plan says so; a planned `None` is pinned.
-const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+/**
+ * Fields the API server fills in on create (before admission) that a plan cannot know, by kind and top-level field:
+ * a Service's cluster IPs come from the allocator, so a dry run's answer differs from the real create. They may take
+ * any address, but not `None` (a headless Service) unless the plan says so; a planned `None` is pinned.
+ */
+export const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
   Service: { spec: ['clusterIP', 'clusterIPs'] },
 };
 

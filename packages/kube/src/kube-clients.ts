@@ -49,11 +49,52 @@ export interface KubeClients {
 }
 
 /**
- * Builds {@link KubeClients} from a loaded KubeConfig.
+ * How long one API request may go unanswered before it fails, in ms: a stalled API server must not hang a cleanup
+ * path (close, revoke, release) until the token expires. Longer than any request baton makes (the largest is a
+ * server-side apply of a CRD: well under a second on the test bed).
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** Options of {@link clientsFromKubeConfig}. */
+export interface KubeClientsOptions {
+  /** How long one request may take before it is aborted, in ms. @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
+  readonly requestTimeoutMs?: number;
+  /** Folder a relative exec plugin command is resolved against (the kubeconfig file's, as kubectl does). */
+  readonly baseDir?: string;
+}
+
+/**
+ * A KubeConfig whose every request carries a deadline: client-node calls `applySecurityAuthentication` on each
+ * request of every API client (typed and generic), so the signal is set in one place.
+ */
+class DeadlineKubeConfig extends k8s.KubeConfig {
+  constructor(
+    from: k8s.KubeConfig,
+    private readonly timeoutMs: number,
+  ) {
+    super();
+    this.loadFromOptions({
+      clusters: from.clusters,
+      users: from.users,
+      contexts: from.contexts,
+      currentContext: from.currentContext,
+    });
+  }
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const deadline = AbortSignal.timeout(this.timeoutMs);
+    const own = context.getSignal();
+    context.setSignal(own ? AbortSignal.any([own, deadline]) : deadline);
+  }
+}
+
+/**
+ * Builds {@link KubeClients} from a loaded KubeConfig; every request is bounded by `options.requestTimeoutMs`.
  * @throws {ConfigError} when the context names no cluster, or the cluster skips TLS verification (baton never sends
  * a credential to a server it cannot verify).
  */
-export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: { readonly baseDir?: string } = {}): KubeClients {
+export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOptions = {}): KubeClients {
   prepareAuth(kc, options.baseDir);
   const cluster = kc.getCurrentCluster();
   if (!cluster)
@@ -62,18 +103,21 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: { readonly ba
     throw new ConfigError(
       `kubeconfig cluster "${cluster.name}" sets insecure-skip-tls-verify: baton refuses to send credentials to an API server it cannot verify; set certificate-authority or certificate-authority-data instead`,
     );
+  const timed = new DeadlineKubeConfig(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  // The clients send through `timed`: it runs the same plugin runner (one cache) as `kc`.
+  prepareAuth(timed, options.baseDir, execAuths.get(kc));
   return {
     kc,
     server: cluster.server,
     caData: cluster.caData,
-    core: kc.makeApiClient(k8s.CoreV1Api),
-    apps: kc.makeApiClient(k8s.AppsV1Api),
-    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
-    authn: kc.makeApiClient(k8s.AuthenticationV1Api),
-    authz: kc.makeApiClient(k8s.AuthorizationV1Api),
-    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
-    version: kc.makeApiClient(k8s.VersionApi),
-    objects: UntypedObjectApi.makeApiClient(kc),
+    core: timed.makeApiClient(k8s.CoreV1Api),
+    apps: timed.makeApiClient(k8s.AppsV1Api),
+    rbac: timed.makeApiClient(k8s.RbacAuthorizationV1Api),
+    authn: timed.makeApiClient(k8s.AuthenticationV1Api),
+    authz: timed.makeApiClient(k8s.AuthorizationV1Api),
+    coordination: timed.makeApiClient(k8s.CoordinationV1Api),
+    version: timed.makeApiClient(k8s.VersionApi),
+    objects: UntypedObjectApi.makeApiClient(timed),
   };
 }
 

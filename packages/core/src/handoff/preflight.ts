@@ -11,6 +11,7 @@ import {
   toKubeApiError,
 } from '@baton/kube';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { withDeadline } from '../clock.js';
 import { type HandoffRun, safeError } from './run.js';
 
 /**
@@ -178,10 +179,13 @@ export async function holdLock(run: HandoffRun): Promise<HeldLock> {
     lock,
     async release() {
       stop.abort();
-      await renewing;
-      await releaseHandoffLock(operator, lock).catch((err: unknown) =>
-        run.log.error({ err: safeError(err) }, 'could not release the lock'),
-      );
+      // A renewal in flight against a stalled API server must not hold the run's exit: each wait is bounded, and a
+      // Lease left behind expires by itself (its holder's PID is dead, so the next run takes it over).
+      const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+      await withDeadline(clock, requestMs, 'the last lock renewal', () => renewing).catch(() => {});
+      await withDeadline(clock, requestMs, 'releasing the handoff lock', () =>
+        releaseHandoffLock(operator, lock),
+      ).catch((err: unknown) => run.log.error({ err: safeError(err) }, 'could not release the lock'));
     },
   };
 }

@@ -1,20 +1,17 @@
-import { ConfigError } from '@baton/errors';
+import { ConfigError, isBatonError } from '@baton/errors';
+import { Command, CommanderError, Option } from '@commander-js/extra-typings';
+import { listClusters, stopClusterByName } from '../cluster.js';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
-  ensureFluxControllers,
-  ensurePulumiEngine,
-  FLUX_VERSIONS,
   KUBERNETES_VERSIONS,
-  KubeHttp,
-  listClusters,
-  PULUMI_VERSIONS,
   resolveKubernetesVersion,
-  startDetachedCluster,
-  stopClusterByName,
-} from '@baton/testenv';
-import { Command, Option } from '@commander-js/extra-typings';
-import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
+} from '../control-plane-binaries.js';
+import { startDetachedCluster } from '../detached.js';
+import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
+import { KubeHttp } from '../kube-http.js';
+import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
+import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
 
 const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;
 
@@ -29,7 +26,10 @@ function intOption(flag: string) {
   };
 }
 
-/** `baton testenv …`: real local control planes for tests, benchmarks and the demo. */
+/**
+ * `baton testenv …`: real local control planes for tests, benchmarks and the demo. The one definition of the noun:
+ * `@baton/cli` loads it when `@baton/testenv` is installed, and this package's `baton-testenv` bin runs it alone.
+ */
 export function testenvCommand(): Command {
   const cmd = new Command('testenv').description(
     'start, list and stop real local Kubernetes control planes (built from Go modules)',
@@ -167,4 +167,21 @@ export function testenvCommand(): Command {
 interface NodeLike {
   metadata: { name: string; creationTimestamp?: string };
   status?: { conditions?: { type: string; status: string }[]; nodeInfo?: { kubeletVersion?: string } };
+}
+
+/**
+ * Runs `baton-testenv <verb> …` (the noun as a program of its own) and resolves to the exit code, as `baton` maps
+ * them: 0 ok, 1 failed, 2 usage or config error. Only entry points map errors to exit codes.
+ */
+export async function runTestenvCli(argv: readonly string[]): Promise<number> {
+  const program = testenvCommand().name('baton-testenv').showHelpAfterError().exitOverride();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    // --help "fails" with exit code 0.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    process.stderr.write(`baton-testenv: ${err instanceof Error ? err.message : String(err)}\n`);
+    return isBatonError(err) && err.code === 'config' ? 2 : 1;
+  }
 }
