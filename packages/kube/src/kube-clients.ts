@@ -59,7 +59,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export interface KubeClientsOptions {
   /** How long one request may take before it is aborted, in ms. @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
   readonly requestTimeoutMs?: number;
-  /** Folder a relative exec-plugin command is resolved against (the kubeconfig's), as kubectl does. */
+  /** Folder a relative exec plugin command is resolved against (the kubeconfig file's, as kubectl does). */
   readonly baseDir?: string;
 }
 
@@ -104,7 +104,7 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
       `kubeconfig cluster "${cluster.name}" sets insecure-skip-tls-verify: baton refuses to send credentials to an API server it cannot verify; set certificate-authority or certificate-authority-data instead`,
     );
   const timed = new DeadlineKubeConfig(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
-  // The copy authenticates every request: it must run the same exec plugin runner (and cache) as `kc`.
+  // The clients send through `timed`: it runs the same plugin runner (one cache) as `kc`.
   prepareAuth(timed, options.baseDir, execAuths.get(kc));
   return {
     kc,
