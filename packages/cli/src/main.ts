@@ -23,6 +23,11 @@ export const NOUNS = {
       'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
     load: async () => (await import('./init/command.js')).initCommand(),
   },
+  plan: {
+    summary:
+      'show what baton up would push (objects, plan digest, credential rules, confinement) and, with a cluster, the server-side dry run and preflight, writing nothing',
+    load: async () => (await import('./plan/command.js')).planCommand(),
+  },
   audit: {
     summary: 'review, verify and prove the signed, tamper-evident handoff audit log',
     load: async () => (await import('./audit/command.js')).auditCommand(),
