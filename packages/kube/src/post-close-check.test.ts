@@ -54,7 +54,7 @@ describe('diffFromPlan (the post-close check of one object)', () => {
 
   it('names a changed label or a list of another length', () => {
     const d = deployment(1);
-    const live = { ...d, metadata: { ...d.metadata, labels: { app: 'other' } } };
+    const live: KubeObject = { ...d, metadata: { ...d.metadata, labels: { app: 'other' } } };
     (live.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers.push({ name: 'side' });
     expect(diffFromPlan(deployment(1), live)).toEqual(['metadata.labels.app', 'spec.template.spec.containers']);
   });
