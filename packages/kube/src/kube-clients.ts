@@ -1,6 +1,33 @@
+import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
+import { ExecCredentialAuth } from './exec-credential.js';
 import { UntypedObjectApi } from './untyped-object-api.js';
+
+/** The exec authenticator of each KubeConfig baton built clients from (impersonating clients share the operator's). */
+const execAuths = new WeakMap<k8s.KubeConfig, ExecCredentialAuth>();
+
+/**
+ * Puts baton's exec credential plugin runner ({@link ExecCredentialAuth}) in place of client-node's own, which
+ * ignores provideClusterInfo and installHint and runs the plugin again for a credential without expiry; and trims a
+ * token read from a token-file (client-node keeps its trailing newline, which no API server accepts).
+ */
+function prepareAuth(kc: k8s.KubeConfig, baseDir: string | undefined, shared?: ExecCredentialAuth): void {
+  if (execAuths.has(kc)) return;
+  const auth = shared ?? new ExecCredentialAuth(() => kc.getCurrentCluster(), baseDir);
+  // client-node exports neither the field nor the class: find its ExecAuth by name (pinned 1.4.0, checked by tests).
+  const builtIn = (kc as unknown as { authenticators?: object[] }).authenticators;
+  const i = builtIn?.findIndex((a) => a.constructor.name === 'ExecAuth') ?? -1;
+  if (!builtIn || i < 0)
+    throw new Error(
+      '@kubernetes/client-node changed: KubeConfig has no built-in ExecAuth to replace; update kube-clients.ts',
+    );
+  builtIn[i] = auth;
+  execAuths.set(kc, auth);
+  for (const user of kc.getUsers()) {
+    if (user.token) (user as { token?: string }).token = user.token.trim();
+  }
+}
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
 export interface KubeClients {
@@ -32,6 +59,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export interface KubeClientsOptions {
   /** How long one request may take before it is aborted, in ms. @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
   readonly requestTimeoutMs?: number;
+  /** Folder a relative exec plugin command is resolved against (the kubeconfig file's, as kubectl does). */
+  readonly baseDir?: string;
 }
 
 /**
@@ -66,6 +95,7 @@ class DeadlineKubeConfig extends k8s.KubeConfig {
  * a credential to a server it cannot verify).
  */
 export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOptions = {}): KubeClients {
+  prepareAuth(kc, options.baseDir);
   const cluster = kc.getCurrentCluster();
   if (!cluster)
     throw new ConfigError(`kubeconfig context "${kc.getCurrentContext()}" names no cluster; fix the context`);
@@ -74,6 +104,8 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
       `kubeconfig cluster "${cluster.name}" sets insecure-skip-tls-verify: baton refuses to send credentials to an API server it cannot verify; set certificate-authority or certificate-authority-data instead`,
     );
   const timed = new DeadlineKubeConfig(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  // The clients send through `timed`: it runs the same plugin runner (one cache) as `kc`.
+  prepareAuth(timed, options.baseDir, execAuths.get(kc));
   return {
     kc,
     server: cluster.server,
@@ -107,7 +139,7 @@ export function clientsFromKubeconfigFile(path: string, context?: string): KubeC
     );
   }
   useContext(kc, `kubeconfig ${path}`, context);
-  return clientsFromKubeConfig(kc);
+  return clientsFromKubeConfig(kc, { baseDir: dirname(path) });
 }
 
 /**
@@ -158,6 +190,7 @@ export function clientsImpersonating(operator: Pick<KubeClients, 'kc'>, username
     contexts: [{ ...context, name: 'impersonating' }],
     currentContext: 'impersonating',
   });
+  prepareAuth(kc, undefined, execAuths.get(operator.kc));
   return clientsFromKubeConfig(kc);
 }
 
