@@ -18,6 +18,16 @@ export const NOUNS = {
     // Lives in @baton/testenv, which the CLI does not depend on at run time: a clear error names it when missing.
     load: () => loadTestenvCommand(),
   },
+  init: {
+    summary:
+      'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
+    load: async () => (await import('./init/command.js')).initCommand(),
+  },
+  plan: {
+    summary:
+      'show what baton up would push (objects, plan digest, credential rules, confinement) and, with a cluster, the server-side dry run and preflight, writing nothing',
+    load: async () => (await import('./plan/command.js')).planCommand(),
+  },
   audit: {
     summary: 'review, verify and prove the signed, tamper-evident handoff audit log',
     load: async () => (await import('./audit/command.js')).auditCommand(),

@@ -174,6 +174,55 @@ describe('validateManifestSet: the pull side’s privilege, Services and the pro
   });
 });
 
+describe('validateManifestSet: a StatefulSet controller (Argo CD)', () => {
+  const asStatefulSet = (image: string) =>
+    readManifestDir(plan.push.manifests).map((m) =>
+      m.object.kind === 'Deployment'
+        ? {
+            ...m,
+            object: {
+              ...m.object,
+              kind: 'StatefulSet',
+              spec: { serviceName: 'x', template: { spec: { containers: [{ name: 'c', image }] } } },
+            },
+          }
+        : m,
+    );
+  const profileFile = (extra: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'profile-')), 'profile.yaml');
+    writeFileSync(
+      file,
+      [
+        `name: ${plan.push.profile}`,
+        `namespace: ${plan.controller.namespace}`,
+        'revision: { object: { apiVersion: v1, kind: ConfigMap, name: status }, path: data.revision }',
+        extra,
+      ].join('\n'),
+    );
+    return loadProfile(file);
+  };
+
+  it('takes the controller from its StatefulSet, applied after the Deployments', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const set = validateManifestSet(asStatefulSet(`quay.io/x/controller:v1.2.3@${digest}`), plan);
+    expect(set.controllerImage).toEqual({ image: 'quay.io/x/controller:v1.2.3', digest });
+    expect(set.objects.at(-1)?.object.kind).toBe('StatefulSet');
+  });
+
+  it('accepts an exact release tag only where the profile says upstream publishes no digest', () => {
+    const objs = asStatefulSet('quay.io/x/controller:v3.6.1');
+    expect(() => validateManifestSet(objs, plan, undefined, profileFile(''))).toThrow(/not pinned by digest/);
+    const pinnedByTag = profileFile('imagePinnedByTag: upstream pins by tag only');
+    expect(validateManifestSet(objs, plan, undefined, pinnedByTag).controllerImage).toEqual({
+      image: 'quay.io/x/controller:v3.6.1',
+      digest: '',
+    });
+    expect(() =>
+      validateManifestSet(asStatefulSet('quay.io/x/controller:latest'), plan, undefined, pinnedByTag),
+    ).toThrow(/an exact release tag <image>:vX\.Y\.Z/);
+  });
+});
+
 describe('planSecrets', () => {
   it('turns the plan-declared secret files into push-only Secrets, never echoing their content in errors', () => {
     const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
@@ -201,6 +250,17 @@ describe('planSecrets', () => {
     );
     expect(set.pushOnly).toEqual(['Secret/gitops-system/gitops-pull-credential']);
     expect(JSON.stringify(set.digest)).not.toContain('s3cr3t');
+  });
+
+  it('labels the pull credential as the plan says (Argo CD finds repository credentials by label)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
+    writeFileSync(join(dir, 'pull.yaml'), 'url: https://git.example/x.git\npassword: s3cr3t-value\n');
+    const labels = { 'argocd.argoproj.io/secret-type': 'repository' };
+    const [pull] = planSecrets({
+      ...plan,
+      pull: { ...plan.pull, credential: { secretName: 'repo', fromFile: join(dir, 'pull.yaml'), labels } },
+    });
+    expect(pull?.object.metadata).toEqual({ name: 'repo', labels });
   });
 });
 

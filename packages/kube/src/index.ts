@@ -58,7 +58,7 @@ export { checkPushedObjects, diffFromPlan } from './post-close-check.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';
 export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
 export type { DeploymentState, FieldOwnership } from './readiness.js';
-export { deploymentState, fieldOwnership, readPath } from './readiness.js';
+export { deploymentState, fieldOwnership, readPath, statefulSetState, workloadState } from './readiness.js';
 export type { RulesDiff } from './rules-review.js';
 export { diffEffectiveRules } from './rules-review.js';
 export type { ServerSideApplyOptions } from './server-side-apply.js';

@@ -113,8 +113,11 @@ describe('baton up on a fresh cluster', () => {
         expect(e.requestURI, 'only discovery outside resources').toMatch(/^\/(api|apis)(\/|$|\?)/);
         continue;
       }
+      // Its own reviews: the scope check's rules, the proof's who-am-I, and (issue 18) the access reviews that confirm
+      // the privilege ended.
       const isSelfReview =
-        ['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(r.resource) && e.verb === 'create';
+        ['selfsubjectrulesreviews', 'selfsubjectreviews', 'selfsubjectaccessreviews'].includes(r.resource) &&
+        e.verb === 'create';
       const atom = `${r.apiGroup ?? ''}|${r.resource}|${e.verb}|${e.verb === 'create' ? '*' : r.name}`;
       expect(isSelfReview || allowed.has(atom), `${atom} not in the plan`).toBe(true);
     }

@@ -105,8 +105,9 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
   }
 }
 
+/** Whether the API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies (discovery, no list). */
 // Discovery, not a list: an operator without rights on admission policies must fail at the install, saying so.
-async function servesAdmissionPolicies(operator: KubeClients): Promise<boolean> {
+export async function servesAdmissionPolicies(operator: KubeClients): Promise<boolean> {
   try {
     const r = await operator.kc.makeApiClient(AdmissionregistrationV1Api).getAPIResources();
     return r.resources.some((x) => x.name === 'validatingadmissionpolicies');

@@ -81,7 +81,7 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
         clock: run.clock,
         intervalMs: 20,
         timeoutMs: run.deps.confinementTimeoutMs ?? 10_000,
-        what: 'the token refused every write and every read of the plan',
+        what: 'every write and read of the plan refused to the token',
       },
     );
   } catch (err) {

@@ -176,6 +176,7 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     allowed: c.plan.allowed,
     validationCount: c.plan.validationCount,
     policyBytes: c.plan.policyBytes,
+    partlyPinned: c.plan.partlyPinned,
     probeDenied: c.probeDenied,
     installedAt: c.installedAt?.toISOString() ?? null,
     closedAt: c.closedAt?.toISOString() ?? null,

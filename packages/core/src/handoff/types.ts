@@ -153,6 +153,11 @@ export interface ConfinementSummary {
   readonly allowed: readonly string[];
   readonly validationCount: number;
   readonly policyBytes: number;
+  /**
+   * Objects too large to pin whole, pinned inline by their security-relevant fields only (Kind/namespace/name): the
+   * post-close check compares the rest.
+   */
+  readonly partlyPinned: readonly string[];
   /** A write outside the plan, made with the credential before the push, was denied by the policy. */
   readonly probeDenied: boolean;
   readonly installedAt: string | null;
