@@ -66,7 +66,7 @@ function measured(startedAt: string, totalSeconds: number, r: HandoffReceipt | H
 }
 
 async function viaPulumi(bed: HandoffBed, signal: AbortSignal): Promise<Measured> {
-  const up = await pulumiUp(bed, bed.side.dir, signal);
+  const up = await pulumiUp(bed, 'baton-controller', bed.side.dir, signal);
   if (up.receipt?.outcome !== 'handed-off' || !up.receipt.credential) {
     throw new Error(`${bed.clusterName}: pulumi up did not hand off: ${up.error ?? up.receipt?.outcome}`);
   }

@@ -4,7 +4,7 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { createPulumiEnv, type HandoffBed, type PulumiEnv } from '@baton/testenv';
+import { type ControllerSide, createPulumiEnv, type HandoffBed, type PulumiEnv } from '@baton/testenv';
 import { parse } from 'yaml';
 
 const STACK_DIR = fileURLToPath(new URL('../../stacks/local', import.meta.url));
@@ -32,7 +32,12 @@ export interface PulumiUpResult {
  * stacks/local for `bed`, copies the state into `outDir`, then removes the stack (and stacks/local/Pulumi.<stack>.yaml)
  * and every process and file of the Pulumi environment.
  */
-export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSignal): Promise<PulumiUpResult> {
+export async function pulumiUp(
+  bed: HandoffBed<ControllerSide>,
+  profile: string,
+  outDir: string,
+  signal: AbortSignal,
+): Promise<PulumiUpResult> {
   const stack = bed.clusterName;
   const env = await createPulumiEnv({
     nodePath: [ROOT_NODE_MODULES],
@@ -52,7 +57,7 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
   const logPath = join(outDir, 'pulumi-up.log');
   try {
     await env.run(['stack', 'init', stack], { cwd: STACK_DIR, stack, signal });
-    await configure(bed, run);
+    await configure(bed, profile, run);
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const up = await runUp().then(
@@ -74,11 +79,13 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
 
 /** Sets the stack's config: plain values with `config set-all`, secrets one by one on stdin. */
 async function configure(
-  bed: HandoffBed,
+  bed: HandoffBed<ControllerSide>,
+  profile: string,
   run: (args: readonly string[], input?: string) => Promise<unknown>,
 ): Promise<void> {
   const s = bed.side;
   const plain: Record<string, string> = {
+    profile,
     clusterName: bed.clusterName,
     gitUrl: s.git.repoUrl('cluster-config'),
     gitPath: s.gitPath,
@@ -92,11 +99,13 @@ async function configure(
     journalDir: s.journalDir,
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
-  const webhook = parse(await readFile(s.webhookSecretPath, 'utf8')) as { secret: string };
+  // baton-controller's side has a push-only webhook key; Flux's has none.
+  const webhookPath = (s as ControllerSide & { webhookSecretPath?: string }).webhookSecretPath;
+  const webhook = webhookPath ? (parse(await readFile(webhookPath, 'utf8')) as { secret: string }) : undefined;
   const secrets: Record<string, string> = {
     kubeconfig: await readFile(bed.kubeconfigPath, 'utf8'),
     pullPassword: s.git.credentials.password,
-    webhookSecret: webhook.secret,
+    ...(webhook ? { webhookSecret: webhook.secret } : {}),
   };
   for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
 }
