@@ -122,6 +122,12 @@ export const HandoffPlanSchema = z
             .min(1)
             .optional()
             .describe('YAML map of key: value (relative to the plan); never logged'),
+          labels: z
+            .record(z.string(), z.string())
+            .optional()
+            .describe(
+              'labels of the Secret made from fromFile, e.g. Argo CD’s `argocd.argoproj.io/secret-type: repository`',
+            ),
         })
         .describe('the pull credential: must differ from the push credential'),
       source: PullSourceSchema,

@@ -48,6 +48,12 @@ const RevisionRuleSchema = z.strictObject({
     .default('exact')
     .describe('without `format`: the value is the commit (exact) or ends in it (suffix)'),
   conditions: z.array(ConditionRuleSchema).default([]),
+  quote: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'dotted paths whose values are quoted while the rule does not hold, e.g. Argo CD’s `status.conditions` (each as type: message) and `status.operationState.message`',
+    ),
 });
 
 /** Pushed objects the controller does not take over, with why (they are listed as push-only, never waited for). */
@@ -107,6 +113,13 @@ export const ProfileSchema = z
     controller: ControllerBlockSchema.optional().describe(
       'the plan’s controller block as this profile installs it: a plan may omit it and override any field',
     ),
+    imagePinnedByTag: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'why the controller image is pinned by an exact release tag instead of a digest (upstream publishes none); absent: a digest is required',
+      ),
   })
   .describe('baton controller profile');
 
@@ -217,7 +230,20 @@ export function revisionRuleGaps(
     const message = conditionGap(object, c);
     if (message) gaps.push({ rule: 'condition', message });
   }
+  if (gaps.length > 0) {
+    const quoted = rule.quote.flatMap((p) => quotedValues(valueAt(object, p)));
+    if (quoted.length > 0) gaps.push({ rule: 'condition', message: `reports: ${quoted.join('; ')}` });
+  }
   return { observed, gaps };
+}
+
+/** A reported value as quoted text: a condition list as `type: message` each, a string as itself (200 chars). */
+function quotedValues(v: unknown): string[] {
+  if (typeof v === 'string' && v !== '') return [v.slice(0, 200)];
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((c: { type?: unknown; message?: unknown }) =>
+    typeof c?.message === 'string' ? [`${String(c.type ?? '')}: ${c.message.slice(0, 200)}`] : [],
+  );
 }
 
 /** One unmet part of a revision rule. */

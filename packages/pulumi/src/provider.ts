@@ -22,6 +22,15 @@ import {
 } from './handoff-inputs.js';
 import { failureMessage, type HandoffReceipt, receiptOf, refreshReceipt } from './handoff-receipt.js';
 
+/**
+ * When this module finished loading in the dynamic-provider host, and when that host's process started: the first
+ * log line of a run carries both, so `pnpm bench:pulumi` can tell the host's start-up from the handoff.
+ */
+const providerTimings = {
+  providerHostStartedAt: new Date(performance.timeOrigin).toISOString(),
+  providerLoadedAt: new Date().toISOString(),
+};
+
 /** The provider's state of a handoff: its inputs and the receipt of the run that handed the cluster off. */
 export type HandoffOutputs = HandoffInputs & { readonly receipt: HandoffReceipt };
 
@@ -97,6 +106,7 @@ async function realRun(loaded: LoadedPlan, inputs: HandoffInputs): Promise<Hando
   mkdirSync(dirname(logPath), { recursive: true });
   process.stderr.write(`baton: handing off cluster ${loaded.plan.cluster.name}; full log: ${logPath}\n`);
   const log = createLogger({ destination: { write: (line: string) => appendFileSync(logPath, line) } });
+  log.info(providerTimings, 'provider host');
   const { username, password } = inputs.pullCredential;
   // The engine cancels a plugin with SIGINT/SIGTERM: the run aborts and still revokes, proves and records.
   const ac = new AbortController();

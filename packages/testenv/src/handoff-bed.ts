@@ -234,6 +234,8 @@ export interface StartBedClusterOptions {
   readonly nodes?: number;
   /** Run the cluster in a background host that outlives this process (`pnpm baton testenv down` stops it). @default false */
   readonly detached?: boolean;
+  /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
+  readonly kubernetesVersion?: string;
 }
 
 /** A local cluster, in this process or detached, with one way to stop it. */
@@ -250,7 +252,11 @@ export interface BedCluster {
  * @throws when a component does not become ready.
  */
 export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<BedCluster> {
-  const common = { ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1 };
+  const common = {
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
+    nodes: o.nodes ?? 1,
+  };
   if (o.detached) {
     const c = await startDetachedCluster({ ...common, keep: true });
     return {
@@ -278,8 +284,8 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster) =>
+  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster) =>
     startBatonControllerSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
   );
 }
@@ -296,6 +302,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: o.detached } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
   });
   let side: S;
   try {

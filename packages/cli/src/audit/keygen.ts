@@ -20,7 +20,7 @@ export function keygenCommand() {
   return new Command('keygen')
     .description('create an Ed25519 signing key (mode 0600) and add it to the trusted-keys file in the same folder')
     .requiredOption('--out <dir>', 'folder for <name>.key and trusted-keys.yaml (created if missing)')
-    .option('--name <name>', 'key name as it appears in signatures (no spaces or +)')
+    .option('--name <name>', 'key name as it appears in signatures (no spaces or +) (default: the log origin)')
     .option(
       '--origin <origin>',
       `log origin the trusted-keys file vouches for (a new file only) (default: ${DEFAULT_ORIGIN})`,
@@ -39,7 +39,7 @@ export function keygenCommand() {
 export interface NewSigningKeyOptions {
   /** Folder for `<name>.key` and `trusted-keys.yaml` (created if missing). */
   readonly out: string;
-  /** Key name in signatures. @default baton-audit-<yyyymmdd> */
+  /** Key name in signatures. @default the log's origin (C2SP tlog-checkpoint) */
   readonly name?: string;
   /** Log origin of a new trusted-keys file. @default DEFAULT_ORIGIN */
   readonly origin?: string;
@@ -56,7 +56,6 @@ export async function writeNewSigningKey(
 ): Promise<{ readonly keyPath: string; readonly keysPath: string; readonly verifierKey: string }> {
   const dir = resolve(o.out);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const name = o.name ?? `baton-audit-${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
   const keysPath = join(dir, TRUSTED_KEYS_FILE);
   const existing = await readFile(keysPath, 'utf8').then(
     (text) => parseTrustedKeys(text, keysPath),
@@ -70,13 +69,19 @@ export async function writeNewSigningKey(
       `${keysPath} is for origin "${existing.origin}", not "${o.origin}"; use another --out folder for another log`,
     );
   }
+  // C2SP tlog-checkpoint: a log's key name SHOULD be its origin (a rotated key keeps the name; its hash differs).
+  const name = o.name ?? existing?.origin ?? o.origin ?? DEFAULT_ORIGIN;
   let key: ReturnType<typeof generateSigningKey>;
   try {
     key = generateSigningKey(name);
   } catch (err) {
     throw new ConfigError(`--name ${name}: ${(err as Error).message}`);
   }
-  const keyPath = join(dir, `${name}.key`);
+  // An origin holds slashes; a key named for it (the default) gets its hash too, so a rotated key gets a new file.
+  const keyPath = join(
+    dir,
+    o.name ? `${name}.key` : `${name.replace(/[^A-Za-z0-9._-]/g, '_')}-${key.keyId.toString('hex')}.key`,
+  );
   const entry = {
     key: key.verifierKey,
     ...(o.validFrom ? { validFrom: o.validFrom } : {}),

@@ -175,8 +175,8 @@ export interface StartFluxBedOptions
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster: BedCluster) =>
+  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster: BedCluster) =>
     startFluxSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
   );
 }
