@@ -4,7 +4,13 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { createPulumiEnv, type HandoffBed, type PulumiEnv, type PulumiEnvOptions } from '@baton/testenv';
+import {
+  type ControllerSide,
+  createPulumiEnv,
+  type HandoffBed,
+  type PulumiEnv,
+  type PulumiEnvOptions,
+} from '@baton/testenv';
 import { parse } from 'yaml';
 
 const ROOT_NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url));
@@ -52,7 +58,7 @@ export interface PulumiUpResult {
  * project's Pulumi.<stack>.yaml) and every process and file of the Pulumi environment.
  */
 export async function pulumiUp(
-  bed: HandoffBed,
+  bed: HandoffBed<ControllerSide>,
   outDir: string,
   signal: AbortSignal,
   project: PulumiProject = LOCAL_STACK,
@@ -95,11 +101,14 @@ export async function pulumiUp(
  * `config set-all`, secrets one by one on stdin.
  */
 export async function configureStack(
-  bed: HandoffBed,
+  bed: HandoffBed<ControllerSide>,
   run: (args: readonly string[], input?: string) => Promise<unknown>,
 ): Promise<void> {
   const s = bed.side;
+  // The bed's plan names its profile; stacks/local's `profile` config defaults to baton-controller.
+  const { profile } = (parse(await readFile(s.planPath, 'utf8')) as { push: { profile: string } }).push;
   const plain: Record<string, string> = {
+    ...(profile !== 'baton-controller' ? { profile } : {}),
     clusterName: bed.clusterName,
     gitUrl: s.git.repoUrl('cluster-config'),
     gitPath: s.gitPath,
@@ -113,11 +122,13 @@ export async function configureStack(
     journalDir: s.journalDir,
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
-  const webhook = parse(await readFile(s.webhookSecretPath, 'utf8')) as { secret: string };
+  // baton-controller's side has a push-only webhook key; Flux's has none.
+  const webhookPath = (s as ControllerSide & { webhookSecretPath?: string }).webhookSecretPath;
+  const webhook = webhookPath ? (parse(await readFile(webhookPath, 'utf8')) as { secret: string }) : undefined;
   const secrets: Record<string, string> = {
     kubeconfig: await readFile(bed.kubeconfigPath, 'utf8'),
     pullPassword: s.git.credentials.password,
-    webhookSecret: webhook.secret,
+    ...(webhook ? { webhookSecret: webhook.secret } : {}),
   };
   for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
 }
