@@ -408,18 +408,31 @@ describe('planConfinement, evaluated as CEL against admission requests', () => {
         ),
         why,
       );
-    const spec = (x: Record<string, unknown>) => x.spec as Record<string, unknown>;
-    denies(crd, (x) => void (spec(x).group = 'evil.io'), /spec.group differs/);
-    denies(crd, (x) => void (spec(x).names = { kind: 'Application', plural: 'apps' }), /spec.names differs/);
-    denies(crd, (x) => void (spec(x).scope = 'Cluster'), /spec.scope differs/);
-    denies(crd, (x) => void (spec(x).conversion = { strategy: 'Webhook' }), /spec.conversion differs/);
-    denies(crd, (x) => void (spec(x).preserveUnknownFields = true), /spec \(fields\) differs/);
+    const denySpec = (field: string, value: unknown, why: RegExp) =>
+      denies(
+        crd,
+        (x) => {
+          (x.spec as Record<string, unknown>)[field] = value;
+        },
+        why,
+      );
+    denySpec('group', 'evil.io', /spec.group differs/);
+    denySpec('names', { kind: 'Application', plural: 'apps' }, /spec.names differs/);
+    denySpec('scope', 'Cluster', /spec.scope differs/);
+    denySpec('conversion', { strategy: 'Webhook' }, /spec.conversion differs/);
+    denySpec('preserveUnknownFields', true, /spec \(fields\) differs/);
     denies(
       role,
       (x) => void (x.rules as unknown[]).push({ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }),
       /rules differs/,
     );
-    denies(role, (x) => void (x.aggregationRule = { clusterRoleSelectors: [{}] }), /aggregationRule differs/);
+    denies(
+      role,
+      (x) => {
+        x.aggregationRule = { clusterRoleSelectors: [{}] };
+      },
+      /aggregationRule differs/,
+    );
     expect(JSON.stringify(c.policy)).not.toContain('xxxxxxxx');
   });
 
