@@ -1,6 +1,7 @@
+import type { RequestOptions } from 'node:https';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
-import { UntypedObjectApi } from './untyped-object-api.js';
+import { KubeRestClient } from './rest-client.js';
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
 export interface KubeClients {
@@ -17,8 +18,15 @@ export interface KubeClients {
   readonly authz: k8s.AuthorizationV1Api;
   readonly coordination: k8s.CoordinationV1Api;
   readonly version: k8s.VersionApi;
-  /** Generic object API; its `apply` and `readUntyped` keep every field (client-node's models drop unknown ones). */
-  readonly objects: UntypedObjectApi;
+  /** client-node's generic object API (create, read, replace, delete, list of any kind through its models). */
+  readonly objects: k8s.KubernetesObjectApi;
+  /**
+   * The light REST client on the same KubeConfig, for writes and reads that must keep every field: client-node's
+   * models keep only the fields they map, so a CustomResourceDefinition sent through them loses its schema's
+   * `default`, `enum` and `x-kubernetes-*` keys (Flux's CRDs: 20 `default`s became 1). Server-side apply and
+   * {@link readObject} go through it.
+   */
+  readonly rest: KubeRestClient;
 }
 
 /**
@@ -45,7 +53,13 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
     authz: kc.makeApiClient(k8s.AuthorizationV1Api),
     coordination: kc.makeApiClient(k8s.CoordinationV1Api),
     version: kc.makeApiClient(k8s.VersionApi),
-    objects: UntypedObjectApi.makeApiClient(kc),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    rest: new KubeRestClient({
+      server: cluster.server,
+      // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin,
+      // impersonation, TLS server name and proxy agent, fresh for each request as client-node's own clients do.
+      authorize: (options: RequestOptions) => kc.applyToHTTPSOptions(options),
+    }),
   };
 }
 
