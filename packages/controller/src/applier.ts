@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { type Clock, pollUntil } from '@baton/core/clock';
 import { BatonError, ErrorCode, TimeoutError } from '@baton/errors';
+import { type KubeRestClient, type RestObject, statusOfError } from '@baton/kube/rest';
 import type { Logger } from 'pino';
-import { type KubeClient, type KubeObject, statusOfError } from './kube-client.js';
 import { mapLimit } from './map-limit.js';
 import { describeObject, isStageOneKind, objectId, parseObjectId, type RenderedObject } from './render.js';
 
@@ -54,7 +54,7 @@ export interface ApplyResult {
 
 /** Dependencies of {@link Applier}. */
 export interface ApplierDeps {
-  readonly kube: KubeClient;
+  readonly kube: KubeRestClient;
   readonly log: Logger;
   readonly clock: Clock;
   /** Parallel apiserver calls. @default 16 */
@@ -115,7 +115,7 @@ export class Applier {
 
     // Namespaced objects without a namespace go to `default`, as kubectl does.
     for (const r of stage2) {
-      let info: Awaited<ReturnType<KubeClient['resource']>>;
+      let info: Awaited<ReturnType<KubeRestClient['resource']>>;
       try {
         info = await kube.resource(r.object.apiVersion, r.object.kind);
       } catch (err) {
@@ -183,12 +183,12 @@ export class Applier {
       if (g) g.push(r);
       else groups.set(k, [r]);
     }
-    const live = new Map<string, KubeObject>();
+    const live = new Map<string, RestObject>();
     await mapLimit([...groups.values()], 4, async (g) => {
       const o = g[0]!.object;
       try {
         const path = await this.deps.kube.collectionPath(o.apiVersion, o.kind, o.metadata.namespace);
-        const list = await this.deps.kube.call<{ items: KubeObject[] }>('GET', path, undefined, undefined, signal);
+        const list = await this.deps.kube.call<{ items: RestObject[] }>('GET', path, undefined, undefined, signal);
         for (const item of list.items)
           live.set(`${o.apiVersion}/${o.kind}/${item.metadata.namespace ?? ''}/${item.metadata.name}`, item);
       } catch {
@@ -220,7 +220,12 @@ export class Applier {
     let firstCause: unknown;
     await mapLimit(rs, limit, async (r) => {
       try {
-        let res = await this.deps.kube.apply(r.object, FIELD_MANAGER, { dryRun, ...(signal ? { signal } : {}) });
+        let res = await this.deps.kube.apply(r.object, {
+          fieldManager: FIELD_MANAGER,
+          force: true,
+          dryRun,
+          ...(signal ? { signal } : {}),
+        });
         if (!dryRun) {
           res = await this.dropTakeoverManagers(res, signal);
           appliedRvs?.set(objectId(r.object), res.metadata.resourceVersion ?? '');
@@ -250,7 +255,7 @@ export class Applier {
   // SSA with force only moves fields whose values conflict; where the push and Git agree, the
   // bootstrap manager would stay a co-owner for ever. Removing its managedFields entries (as Flux
   // does for kubectl) leaves baton-controller the sole owner, which is what the handoff proves.
-  private async dropTakeoverManagers(obj: KubeObject, signal?: AbortSignal): Promise<KubeObject> {
+  private async dropTakeoverManagers(obj: RestObject, signal?: AbortSignal): Promise<RestObject> {
     const managers = this.deps.takeoverManagers ?? [TAKEOVER_MANAGER];
     const fields = obj.metadata.managedFields ?? [];
     const keep = fields.filter((f) => !managers.includes(f.manager ?? ''));
@@ -358,19 +363,19 @@ function where(r: RenderedObject): string {
   return `${r.source.file} (document ${r.source.doc})`;
 }
 
-function stampHash(o: KubeObject): void {
+function stampHash(o: RestObject): void {
   const hash = createHash('sha256').update(JSON.stringify(o)).digest('hex').slice(0, 32);
   o.metadata.annotations = { ...(o.metadata.annotations ?? {}), [HASH_ANNOTATION]: hash };
 }
 
 // List items carry no apiVersion/kind, and status is not ours to compare.
-function withoutStatus(o: KubeObject): Record<string, unknown> {
+function withoutStatus(o: RestObject): Record<string, unknown> {
   const { status: _status, apiVersion: _apiVersion, kind: _kind, ...rest } = o;
   return rest;
 }
 
 /** True when `live` has an Apply entry of baton-controller and none of the managers being taken over. */
-function isOwnedSolelyBy(live: KubeObject, takeover: readonly string[]): boolean {
+function isOwnedSolelyBy(live: RestObject, takeover: readonly string[]): boolean {
   const fields = live.metadata.managedFields ?? [];
   return (
     fields.some((f) => f.manager === FIELD_MANAGER && f.operation === 'Apply') &&

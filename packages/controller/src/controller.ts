@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { type Clock, systemClock } from '@baton/core/clock';
 import { isBatonError } from '@baton/errors';
+import type { KubeRestClient } from '@baton/kube/rest';
 import type { Logger } from 'pino';
 import { Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
 import { condition as cond, kubeTime, mergeConditions } from './conditions.js';
@@ -17,7 +18,6 @@ import {
   parseGitSyncSpec,
 } from './gitsync.js';
 import { listenHttp } from './http-routes.js';
-import type { KubeClient } from './kube-client.js';
 import { LeaderElector } from './leader-election.js';
 import { fingerprint } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -27,7 +27,7 @@ import { readGitAuth, readWebhookKey } from './secrets.js';
 /** Options of {@link startController}. Every collaborator is swappable. */
 export interface ControllerOptions {
   /** Client authenticated as the controller's own ServiceAccount. */
-  readonly kube: KubeClient;
+  readonly kube: KubeRestClient;
   /** JSON logger (`createControllerLogger()`, or `createLogger()` of `@baton/core` in tests). */
   readonly log: Logger;
   /** @default systemClock of `@baton/core/clock` */
@@ -131,7 +131,7 @@ class Controller {
   private readonly applier: Applier;
   private readonly elector: LeaderElector;
   /** `o.kube` with every write fenced by leadership; the elector alone writes through `o.kube`. */
-  private readonly kube: KubeClient;
+  private readonly kube: KubeRestClient;
   private readonly metrics = new Metrics();
   private readonly stopCtl = new AbortController();
   private server: Server | undefined;

@@ -1,13 +1,13 @@
 import type { Clock } from '@baton/core/clock';
+import type { KubeRestClient } from '@baton/kube/rest';
 import type { Logger } from 'pino';
 import { kubeTime } from './conditions.js';
 import { GITSYNC_API_VERSION, type GitSync } from './gitsync.js';
-import type { KubeClient } from './kube-client.js';
 
 /** Collaborators of an {@link EventRecorder}. */
 export interface EventRecorderDeps {
   /** Client the Events are created with (the controller's leadership-fenced one). */
-  readonly kube: KubeClient;
+  readonly kube: KubeRestClient;
   readonly log: Logger;
   readonly clock: Clock;
   /** Namespace of the GitSync, where its Events go. */

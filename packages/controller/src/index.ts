@@ -27,8 +27,6 @@ export {
   parseGitSyncSpec,
   toStructuralSchema,
 } from './gitsync.js';
-export type { KubeObject, KubeResponse, KubeTarget, ResourceInfo } from './kube-client.js';
-export { KubeClient, statusOfError } from './kube-client.js';
 export type { LeaderElectorOptions } from './leader-election.js';
 export { LeaderElector } from './leader-election.js';
 export type { ControllerLoggerOptions } from './logger.js';

@@ -2,8 +2,8 @@ import { systemClock } from '@baton/core/clock';
 import { silentLogger } from '@baton/core/logger';
 import { createFakeClock } from '@baton/core/testing';
 import { ConfigError, KubeApiError } from '@baton/errors';
+import type { KubeRestClient } from '@baton/kube/rest';
 import { describe, expect, it } from 'vitest';
-import type { KubeClient } from './kube-client.js';
 import { LeaderElector, type LeaderElectorOptions } from './leader-election.js';
 
 // The election's timing on an injected clock, against an in-memory Lease with resourceVersions. What a real
@@ -43,7 +43,7 @@ function leaseStore() {
     },
   };
   return {
-    kube: kube as unknown as KubeClient,
+    kube: kube as unknown as KubeRestClient,
     state,
     holder: () => lease?.spec.holderIdentity ?? undefined,
     takeOver: (identity: string) => {
@@ -52,7 +52,7 @@ function leaseStore() {
   };
 }
 
-function elector(kube: KubeClient, options: Partial<LeaderElectorOptions> = {}) {
+function elector(kube: KubeRestClient, options: Partial<LeaderElectorOptions> = {}) {
   const clock = createFakeClock();
   const e = new LeaderElector({
     kube,

@@ -1,11 +1,11 @@
 import type { Clock } from '@baton/core/clock';
 import { ConfigError } from '@baton/errors';
+import { type KubeRestClient, statusOfError } from '@baton/kube/rest';
 import type { Logger } from 'pino';
-import { type KubeClient, statusOfError } from './kube-client.js';
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectorOptions {
-  readonly kube: KubeClient;
+  readonly kube: KubeRestClient;
   readonly log: Logger;
   readonly clock: Clock;
   /** Namespace of the Lease. */

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isBatonError } from '@baton/errors';
+import { KubeRestClient } from '@baton/kube/rest';
 import { startController } from './controller.js';
-import { KubeClient } from './kube-client.js';
 import { createControllerLogger } from './logger.js';
 
 // The controller's entry point: flags or environment, then run until SIGTERM/SIGINT.
@@ -34,13 +34,13 @@ async function main(): Promise<number> {
   const identity = values.identity ?? env.POD_NAME ?? hostname();
   // The apiserver's audit log then tells replicas apart, though they share one ServiceAccount.
   const userAgent = `baton-controller (${identity})`;
-  let kube: KubeClient;
+  let kube: KubeRestClient;
   try {
     const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
     const tokenFile = values['token-file'] ?? env.BATON_TOKEN_FILE;
     kube = kubeconfig
-      ? KubeClient.fromKubeconfig(kubeconfig, { ...(tokenFile ? { tokenFile } : {}), userAgent })
-      : KubeClient.inCluster(env, undefined, userAgent);
+      ? KubeRestClient.fromKubeconfig(kubeconfig, { ...(tokenFile ? { tokenFile } : {}), userAgent })
+      : KubeRestClient.inCluster(env, undefined, userAgent);
   } catch (err) {
     log.error({ err: (err as Error).message }, 'configuration error');
     return 2;

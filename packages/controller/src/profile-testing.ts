@@ -1,5 +1,5 @@
 import { expectedRevisionValue } from '@baton/core/profile';
-import type { KubeClient } from './kube-client.js';
+import type { KubeRestClient } from '@baton/kube/rest';
 import type { Profile } from './profile.js';
 
 /**
@@ -10,7 +10,7 @@ import type { Profile } from './profile.js';
  */
 export async function simulateReconciledStatus(
   profile: Profile,
-  kube: KubeClient,
+  kube: KubeRestClient,
   revision: string,
   options: { isHealthy?: boolean; ref?: string } = {},
 ): Promise<void> {

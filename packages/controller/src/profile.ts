@@ -1,5 +1,5 @@
 import { loadProfile as loadProfileFile, type Profile, revisionRuleGaps } from '@baton/core/profile';
-import type { KubeClient, KubeObject } from './kube-client.js';
+import type { KubeRestClient, RestObject } from '@baton/kube/rest';
 
 export type { Profile } from '@baton/core/profile';
 export { ProfileSchema, parseProfile, valueAt } from '@baton/core/profile';
@@ -45,7 +45,7 @@ export interface TakeoverCheck {
  */
 export async function checkTakeover(
   profile: Profile,
-  kube: KubeClient,
+  kube: KubeRestClient,
   expectedRevision: string,
   ref = 'main',
 ): Promise<TakeoverCheck> {
@@ -66,10 +66,10 @@ export async function checkTakeover(
 
 type Conditions = { type: string; status: string }[];
 
-async function deploymentGaps(kube: KubeClient, namespace: string, name: string): Promise<TakeoverGap[]> {
+async function deploymentGaps(kube: KubeRestClient, namespace: string, name: string): Promise<TakeoverGap[]> {
   const object = `Deployment ${namespace}/${name}`;
   const d = await kube.get<
-    KubeObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number; conditions?: Conditions } }
+    RestObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number; conditions?: Conditions } }
   >(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`);
   if (!d) return [{ rule: 'deployment', object, message: 'does not exist' }];
   if (!d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True'))
@@ -79,9 +79,9 @@ async function deploymentGaps(kube: KubeClient, namespace: string, name: string)
   return ready < want ? [{ rule: 'deployment', object, message: `has ${ready}/${want} ready replicas` }] : [];
 }
 
-async function statefulSetGaps(kube: KubeClient, namespace: string, name: string): Promise<TakeoverGap[]> {
+async function statefulSetGaps(kube: KubeRestClient, namespace: string, name: string): Promise<TakeoverGap[]> {
   const object = `StatefulSet ${namespace}/${name}`;
-  const s = await kube.get<KubeObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number } }>(
+  const s = await kube.get<RestObject & { spec?: { replicas?: number }; status?: { readyReplicas?: number } }>(
     `/apis/apps/v1/namespaces/${namespace}/statefulsets/${name}`,
   );
   if (!s) return [{ rule: 'statefulset', object, message: 'does not exist' }];
@@ -90,9 +90,9 @@ async function statefulSetGaps(kube: KubeClient, namespace: string, name: string
   return ready < want ? [{ rule: 'statefulset', object, message: `has ${ready}/${want} ready replicas` }] : [];
 }
 
-async function crdGaps(kube: KubeClient, name: string): Promise<TakeoverGap[]> {
+async function crdGaps(kube: KubeRestClient, name: string): Promise<TakeoverGap[]> {
   const object = `CustomResourceDefinition ${name}`;
-  const crd = await kube.get<KubeObject & { status?: { conditions?: Conditions } }>(
+  const crd = await kube.get<RestObject & { status?: { conditions?: Conditions } }>(
     `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
   );
   if (!crd) return [{ rule: 'crd', object, message: 'does not exist' }];
@@ -103,9 +103,9 @@ async function crdGaps(kube: KubeClient, name: string): Promise<TakeoverGap[]> {
 
 /** The object that reports the revision; undefined while it (or its kind) does not exist. */
 async function readRevisionObject(
-  kube: KubeClient,
+  kube: KubeRestClient,
   ref: Profile['revision']['object'],
-): Promise<KubeObject | undefined> {
+): Promise<RestObject | undefined> {
   try {
     return await kube.get(`${await kube.collectionPath(ref.apiVersion, ref.kind, ref.namespace)}/${ref.name}`);
   } catch (err) {

@@ -1,12 +1,12 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ConfigError } from '@baton/errors';
+import type { RestObject } from '@baton/kube/rest';
 import { parseAllDocuments } from 'yaml';
-import type { KubeObject } from './kube-client.js';
 
 /** One object rendered from Git, with where it came from (for messages). */
 export interface RenderedObject {
-  readonly object: KubeObject;
+  readonly object: RestObject;
   /** Path relative to the repository root, and the document index in that file. */
   readonly source: { readonly file: string; readonly doc: number };
 }
@@ -97,7 +97,7 @@ export function renderYaml(text: string, file: string): RenderedObject[] {
   return out;
 }
 
-function checkHeader(v: unknown, file: string, doc: number): KubeObject {
+function checkHeader(v: unknown, file: string, doc: number): RestObject {
   const where = `${file}: document ${doc}`;
   if (!isObject(v))
     throw new ConfigError(
@@ -112,7 +112,7 @@ function checkHeader(v: unknown, file: string, doc: number): KubeObject {
     throw new ConfigError(
       `${where}: ${v.kind} "${md.name}" uses generateName, which cannot be applied idempotently; set metadata.name only`,
     );
-  return v as KubeObject;
+  return v as RestObject;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

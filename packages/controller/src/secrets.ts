@@ -1,13 +1,13 @@
+import type { KubeRestClient } from '@baton/kube/rest';
 import { SyncError } from './applier.js';
 import type { GitAuth } from './git-source.js';
-import type { KubeClient } from './kube-client.js';
 
 /**
  * The decoded data of a Secret the GitSync references.
  * @throws SyncError `SecretNotFound` (stalled) when the Secret does not exist; KubeApiError on other API failures.
  */
 export async function readSecretData(
-  kube: KubeClient,
+  kube: KubeRestClient,
   namespace: string,
   name: string,
   signal?: AbortSignal,
@@ -32,7 +32,7 @@ export async function readSecretData(
  * @throws SyncError `InvalidSecret` (stalled) when the Secret has neither.
  */
 export async function readGitAuth(
-  kube: KubeClient,
+  kube: KubeRestClient,
   namespace: string,
   name: string,
   signal?: AbortSignal,
@@ -52,7 +52,7 @@ export async function readGitAuth(
  * @throws SyncError `InvalidSecret` (stalled) when the key is missing.
  */
 export async function readWebhookKey(
-  kube: KubeClient,
+  kube: KubeRestClient,
   namespace: string,
   name: string,
   signal?: AbortSignal,

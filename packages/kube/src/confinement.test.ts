@@ -117,9 +117,12 @@ function admit(policy: KubeObject, r: Request): Decision {
   return { matched: true, denied };
 }
 
+/** An object a test changes before the apiserver would admit it. */
+type Editable = { metadata: Record<string, unknown>; [key: string]: unknown };
+
 /** An object as the apiserver admits it: the manifest with the fields the server sets in metadata. */
-function stored<T extends KubeObject>(o: T, change: (o: T) => void = () => {}): T {
-  const copy = structuredClone(o);
+function stored(o: KubeObject, change: (o: Editable) => void = () => {}): KubeObject {
+  const copy = structuredClone(o) as unknown as Editable;
   Object.assign(copy.metadata, {
     uid: '0b7e5f3c-1111-2222-3333-444455556666',
     resourceVersion: '42',
@@ -127,7 +130,7 @@ function stored<T extends KubeObject>(o: T, change: (o: T) => void = () => {}): 
     managedFields: [{ manager: 'baton-bootstrap', operation: 'Apply', apiVersion: o.apiVersion }],
   });
   change(copy);
-  return copy;
+  return copy as unknown as KubeObject;
 }
 
 function asRequest(o: ConfinedObject, object: KubeObject | null = stored(o.expected)): Request {
@@ -356,11 +359,11 @@ describe('planConfinement, evaluated as CEL against admission requests', () => {
     expect(Math.max(...exprs.map((e) => e.length))).toBeLessThan(42_000);
     expectAllowed(crd, asRequest(big));
     const edited = stored(big.expected, (o) => {
-      o.spec.versions[0]!.blob = `${'x'.repeat(39_999)}y`;
+      (o.spec as { versions: { blob?: string }[] }).versions[0]!.blob = `${'x'.repeat(39_999)}y`;
     });
     expectDenied(crd, asRequest(big, edited), /spec.versions\[0\] differs/);
     const extraVersion = stored(big.expected, (o) => {
-      o.spec.versions.push({ name: 'v3' });
+      (o.spec as { versions: { name: string }[] }).versions.push({ name: 'v3' });
     });
     expectDenied(crd, asRequest(big, extraVersion), /spec.versions \(length\) differs/);
   });

@@ -496,9 +496,7 @@ export function probeConfinement(confined: KubeClients, c: Confinement, namespac
  * @throws {KubeApiError} on a transport failure.
  */
 export function probeClosed(confined: KubeClients, c: Confinement, planned: KubeObject): Promise<ConfinementProbe> {
-  return deniedBy(c, CLOSED_MARK, () =>
-    confined.objects.apply(planned, { fieldManager: c.fieldManager, dryRun: true }),
-  );
+  return deniedBy(c, CLOSED_MARK, () => confined.rest.apply(planned, { fieldManager: c.fieldManager, dryRun: true }));
 }
 
 async function deniedBy(c: Confinement, mark: string, write: () => Promise<unknown>): Promise<ConfinementProbe> {

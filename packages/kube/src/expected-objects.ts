@@ -32,7 +32,7 @@ export async function expectedObjects(
   for (const o of objects.filter((x) => INSTALL_KINDS[x.kind])) {
     options.signal?.throwIfAborted();
     const answer = await kubeCall(`dry-run server-side apply of ${describeObject(o)}`, () =>
-      operator.objects.apply(o, { fieldManager: options.fieldManager, dryRun: true }),
+      operator.rest.apply(o, { fieldManager: options.fieldManager, dryRun: true }),
     );
     stored.set(o, answer);
   }

@@ -1,8 +1,9 @@
+import type { RequestOptions } from 'node:https';
 import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
 import { ExecCredentialAuth } from './exec-credential.js';
-import { UntypedObjectApi } from './untyped-object-api.js';
+import { KubeRestClient } from './rest-client.js';
 
 /** The exec authenticator of each KubeConfig baton built clients from (impersonating clients share the operator's). */
 const execAuths = new WeakMap<k8s.KubeConfig, ExecCredentialAuth>();
@@ -44,8 +45,15 @@ export interface KubeClients {
   readonly authz: k8s.AuthorizationV1Api;
   readonly coordination: k8s.CoordinationV1Api;
   readonly version: k8s.VersionApi;
-  /** Generic object API; its `apply` and `readUntyped` keep every field (client-node's models drop unknown ones). */
-  readonly objects: UntypedObjectApi;
+  /** client-node's generic object API (create, read, replace, delete, list of any kind through its models). */
+  readonly objects: k8s.KubernetesObjectApi;
+  /**
+   * The light REST client on the same KubeConfig, for writes and reads that must keep every field: client-node's
+   * models keep only the fields they map, so a CustomResourceDefinition sent through them loses its schema's
+   * `default`, `enum` and `x-kubernetes-*` keys (Flux's CRDs: 20 `default`s became 1). Server-side apply and
+   * {@link readObject} go through it.
+   */
+  readonly rest: KubeRestClient;
 }
 
 /**
@@ -117,7 +125,14 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
     authz: timed.makeApiClient(k8s.AuthorizationV1Api),
     coordination: timed.makeApiClient(k8s.CoordinationV1Api),
     version: timed.makeApiClient(k8s.VersionApi),
-    objects: UntypedObjectApi.makeApiClient(timed),
+    objects: k8s.KubernetesObjectApi.makeApiClient(timed),
+    rest: new KubeRestClient({
+      server: cluster.server,
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin (baton's
+      // runner, see prepareAuth), impersonation, TLS server name and proxy agent, fresh for each request.
+      authorize: (o: RequestOptions) => timed.applyToHTTPSOptions(o),
+    }),
   };
 }
 

@@ -13,15 +13,17 @@ export function statusOf(err: unknown): number {
  * Only the status and the API server's reason are kept: response bodies may echo request content.
  */
 export function toKubeApiError(err: unknown, what: string, fix = ''): KubeApiError {
-  if (err instanceof KubeApiError) return err;
+  const apiMessage = err instanceof KubeApiError ? err.details?.apiMessage : undefined;
+  // A KubeApiError that already names its operation stays as it is; one from the REST client names only its path.
+  if (err instanceof KubeApiError && typeof apiMessage !== 'string') return err;
   const status = statusOf(err);
-  let reason = '';
+  let reason = typeof apiMessage === 'string' ? apiMessage : '';
   if (err instanceof ApiException) {
     const body = err.body as unknown;
     const parsed = typeof body === 'string' ? safeJson(body) : body;
     const message = (parsed as { message?: unknown } | undefined)?.message;
     reason = typeof message === 'string' ? message : '';
-  } else if (err instanceof Error) {
+  } else if (err instanceof Error && !reason) {
     reason = err.message;
   }
   const suffix = fix ? `; ${fix}` : '';

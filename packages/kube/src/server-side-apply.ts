@@ -1,5 +1,5 @@
 import type { KubeClients } from './kube-clients.js';
-import { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
+import { kubeCall } from './kube-error.js';
 import { describeObject, type KubeObject } from './kube-object.js';
 
 /** Options of {@link serverSideApply}. */
@@ -25,7 +25,7 @@ export async function serverSideApply(
   for (const o of objects) {
     options.signal?.throwIfAborted();
     const applied = await kubeCall(`server-side apply of ${describeObject(o)} as ${options.fieldManager}`, () =>
-      clients.objects.apply(o, { fieldManager: options.fieldManager, force: options.force ?? false }),
+      clients.rest.apply(o, { fieldManager: options.fieldManager, force: options.force ?? false }),
     );
     out.push(applied);
   }
@@ -37,14 +37,11 @@ export async function readObject(
   clients: KubeClients,
   ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>,
 ): Promise<KubeObject | undefined> {
-  try {
-    return await clients.objects.readUntyped({
-      apiVersion: ref.apiVersion,
-      kind: ref.kind,
-      metadata: { name: ref.metadata.name, ...(ref.metadata.namespace ? { namespace: ref.metadata.namespace } : {}) },
-    });
-  } catch (err) {
-    if (statusOf(err) === 404) return undefined;
-    throw toKubeApiError(err, `read ${describeObject(ref)}`);
-  }
+  const metadata = {
+    name: ref.metadata.name,
+    ...(ref.metadata.namespace ? { namespace: ref.metadata.namespace } : {}),
+  };
+  return kubeCall(`read ${describeObject(ref)}`, () =>
+    clients.rest.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata }),
+  );
 }

@@ -3,14 +3,9 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Writable } from 'node:stream';
-import {
-  KubeClient,
-  type KubeObject,
-  type RunningController,
-  renderDirectory,
-  startController,
-} from '@baton/controller';
+import { type RunningController, renderDirectory, startController } from '@baton/controller';
 import { createLogger, type Logger } from '@baton/core';
+import { KubeRestClient, type RestObject } from '@baton/kube/rest';
 import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
 import { stringify } from 'yaml';
 
@@ -28,7 +23,7 @@ export const WEBHOOK_SECRET = 'whsec-test-4b1d9c2e';
 export interface ControllerEnv {
   readonly cluster: Cluster;
   readonly git: GitServer;
-  readonly admin: KubeClient;
+  readonly admin: KubeRestClient;
   readonly repo: string;
   readonly workDirs: string[];
   stop(): Promise<void>;
@@ -38,7 +33,7 @@ export interface ControllerEnv {
 export async function startEnv(): Promise<ControllerEnv> {
   const [cluster, git] = await Promise.all([startCluster({ nodes: 1 }), startGitServer()]);
   await git.createRepo('cluster-config');
-  const admin = KubeClient.fromKubeconfig(cluster.kubeconfigPath);
+  const admin = KubeRestClient.fromKubeconfig(cluster.kubeconfigPath);
   const workDirs: string[] = [];
   return {
     cluster,
@@ -87,7 +82,7 @@ export async function sourceRepoFiles(repoUrl: string, intervalSeconds = 5): Pro
 }
 
 /** Server-side applies YAML files in the controller's order as `baton-bootstrap`, as the push does. */
-export async function pushAsBootstrap(kube: KubeClient, files: Record<string, string>): Promise<void> {
+export async function pushAsBootstrap(kube: KubeRestClient, files: Record<string, string>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'baton-push-'));
   try {
     const { writeFile, mkdir } = await import('node:fs/promises');
@@ -103,11 +98,11 @@ export async function pushAsBootstrap(kube: KubeClient, files: Record<string, st
   }
 }
 
-async function applyWithRetry(kube: KubeClient, obj: KubeObject) {
+async function applyWithRetry(kube: KubeRestClient, obj: RestObject) {
   // A CR right after its CRD: discovery needs a moment until the CRD is Established.
   for (let i = 0; ; i++) {
     try {
-      await kube.apply(obj, 'baton-bootstrap');
+      await kube.apply(obj, { fieldManager: 'baton-bootstrap', force: true });
       return;
     } catch (err) {
       if (i > 50) throw err;
@@ -119,14 +114,14 @@ async function applyWithRetry(kube: KubeClient, obj: KubeObject) {
 
 /** Creates (or replaces) an Opaque Secret. */
 export async function putSecret(
-  kube: KubeClient,
+  kube: KubeRestClient,
   namespace: string,
   name: string,
   data: Record<string, string>,
 ): Promise<void> {
   await kube.apply(
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', stringData: data } as KubeObject,
-    'baton-bootstrap',
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', stringData: data } as RestObject,
+    { fieldManager: 'baton-bootstrap', force: true },
   );
   // stringData merges into data; rewrite data wholesale so removed keys go away.
   await kube.call('PUT', `/api/v1/namespaces/${namespace}/secrets/${name}`, {
@@ -140,7 +135,7 @@ export async function putSecret(
 
 /** A TokenRequest token for a ServiceAccount (optionally bound to a Secret, so deleting it revokes the token). */
 export async function mintToken(
-  kube: KubeClient,
+  kube: KubeRestClient,
   namespace: string,
   sa: string,
   boundSecret?: { name: string; uid: string },
@@ -184,8 +179,8 @@ export async function writeTokenKubeconfig(dir: string, cluster: Cluster, token:
 }
 
 /** A client that authenticates with `token` only, against the cluster's server and CA. */
-export function tokenClient(cluster: Cluster, token: string): KubeClient {
-  return new KubeClient({
+export function tokenClient(cluster: Cluster, token: string): KubeRestClient {
+  return new KubeRestClient({
     server: cluster.server,
     caPem: Buffer.from(cluster.caData, 'base64').toString('utf8'),
     token,
@@ -223,7 +218,7 @@ export async function startTestController(
 }
 
 /** Reads the GitSync's status. */
-export async function gitSyncStatus(kube: KubeClient) {
+export async function gitSyncStatus(kube: KubeRestClient) {
   const gs = await kube.get<{ status?: import('@baton/controller').GitSyncStatus }>(
     `/apis/baton.dev/v1alpha1/namespaces/${NS}/gitsyncs/baton-controller`,
   );

@@ -58,10 +58,13 @@ beforeAll(async () => {
   lastGood = await env.git.commitFiles(env.repo, files, 'initial cluster config');
 
   // The push: a throwaway identity whose token is bound to a Secret, so deleting that Secret revokes it.
-  await env.admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baton-bootstrap' } }, 'test');
+  await env.admin.apply(
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'baton-bootstrap' } },
+    { fieldManager: 'test', force: true },
+  );
   await env.admin.apply(
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'pusher', namespace: 'baton-bootstrap' } },
-    'test',
+    { fieldManager: 'test', force: true },
   );
   await env.admin.apply(
     {
@@ -71,7 +74,7 @@ beforeAll(async () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
       subjects: [{ kind: 'ServiceAccount', name: 'pusher', namespace: 'baton-bootstrap' }],
     },
-    'test',
+    { fieldManager: 'test', force: true },
   );
   const binding = await env.admin.call('POST', '/api/v1/namespaces/baton-bootstrap/secrets', {
     apiVersion: 'v1',

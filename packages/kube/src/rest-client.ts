@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent, type RequestOptions, request } from 'node:https';
 import { ConfigError, KubeApiError } from '@baton/errors';
 import { parse } from 'yaml';
 
-/** A Kubernetes object as the controller handles it: only the header is typed. */
-export interface KubeObject {
+/** A Kubernetes object as the REST client handles it: only the header is typed. */
+export interface RestObject {
   apiVersion: string;
   kind: string;
   metadata: {
@@ -24,8 +24,8 @@ export interface KubeObject {
 export interface KubeTarget {
   /** `https://host:port` of the apiserver. */
   readonly server: string;
-  /** PEM of the CA that signed the apiserver's certificate. */
-  readonly caPem: string;
+  /** PEM of the CA that signed the apiserver's certificate; required unless {@link authorize} sets the TLS options. */
+  readonly caPem?: string;
   /** Client certificate PEM (kubeconfig users with certificates). */
   readonly certPem?: string;
   /** Client key PEM. */
@@ -36,6 +36,28 @@ export interface KubeTarget {
   readonly tokenFile?: string;
   /** `User-Agent` of every request (the apiserver's audit log records it), e.g. `baton-controller (replica-a)`. */
   readonly userAgent?: string;
+  /**
+   * Completes each request's options with TLS material, credentials and an agent, e.g. client-node's
+   * `KubeConfig.applyToHTTPSOptions` (exec plugins, impersonation, proxies) for `@baton/kube`'s clients. It may set
+   * `agent`; the client's own keep-alive agent is used otherwise.
+   */
+  readonly authorize?: (options: RequestOptions) => Promise<void>;
+  /**
+   * Deadline of each request, from sending it to the end of the answer; a call's own `signal` can end it sooner.
+   * @default 30_000
+   */
+  readonly requestTimeoutMs?: number;
+}
+
+/** Options of {@link KubeRestClient.apply}. */
+export interface RestApplyOptions {
+  /** The field manager the apiserver records in `managedFields`. */
+  readonly fieldManager: string;
+  /** Take ownership of fields another manager owns (a takeover). @default false */
+  readonly force?: boolean;
+  /** The apiserver validates, defaults and answers, and stores nothing. @default false */
+  readonly dryRun?: boolean;
+  readonly signal?: AbortSignal;
 }
 
 /** A resource's REST mapping, found by discovery. */
@@ -51,12 +73,13 @@ export interface KubeResponse<T = unknown> {
 }
 
 /**
- * The controller's small Kubernetes REST client over `node:https`. It exists (rather than
- * `@kubernetes/client-node`'s generic object API) because the controller needs exact control of
- * server-side apply, `dryRun`, subresources and discovery refresh after a CRD is created, and it
- * keeps the image and memory small. Failures become {@link KubeApiError} with `details.status`.
+ * baton's one small Kubernetes REST client over `node:https`, for any kind as JSON: server-side apply with `force` and
+ * `dryRun`, subresources, merge and JSON patches, and discovery refreshed after a CRD is created. The controller uses
+ * it alone (ADR 0006: this entry, `@baton/kube/rest`, does not load client-node, ~70 MB less memory); `@baton/kube`
+ * uses it for what client-node's typed models would change (they drop fields they do not know, such as a CRD
+ * schema's `default`s). Failures become {@link KubeApiError} with `details.status` and the apiserver's message.
  */
-export class KubeClient {
+export class KubeRestClient {
   private readonly target: KubeTarget;
   private readonly agent: Agent;
   private readonly discovery = new Map<string, Map<string, ResourceInfo>>();
@@ -68,9 +91,11 @@ export class KubeClient {
    * @param maxSockets parallel connections to the apiserver. @default 16
    */
   constructor(target: KubeTarget, maxSockets = 16) {
+    if (!target.caPem && !target.authorize)
+      throw new ConfigError(`the client for ${target.server} has no CA; baton verifies the apiserver's certificate`);
     this.target = target;
     this.agent = new Agent({
-      ca: target.caPem,
+      ...(target.caPem ? { ca: target.caPem } : {}),
       ...(target.certPem ? { cert: target.certPem } : {}),
       ...(target.keyPem ? { key: target.keyPem } : {}),
       keepAlive: true,
@@ -85,7 +110,7 @@ export class KubeClient {
   static fromKubeconfig(
     path: string,
     overrides: { token?: string; tokenFile?: string; userAgent?: string } = {},
-  ): KubeClient {
+  ): KubeRestClient {
     let kc: {
       'current-context'?: string;
       contexts?: { name: string; context: { cluster: string; user: string } }[];
@@ -119,7 +144,7 @@ export class KubeClient {
     const usesToken = token !== undefined || tokenFile !== undefined;
     const certPem = usesToken ? undefined : b64(user?.user['client-certificate-data']);
     const keyPem = usesToken ? undefined : b64(user?.user['client-key-data']);
-    return new KubeClient({
+    return new KubeRestClient({
       server: cluster.cluster.server,
       caPem,
       ...(certPem ? { certPem } : {}),
@@ -138,12 +163,12 @@ export class KubeClient {
     env: NodeJS.ProcessEnv,
     saDir = '/var/run/secrets/kubernetes.io/serviceaccount',
     userAgent?: string,
-  ): KubeClient {
+  ): KubeRestClient {
     const host = env.KUBERNETES_SERVICE_HOST;
     const port = env.KUBERNETES_SERVICE_PORT ?? '443';
     if (!host) throw new ConfigError('KUBERNETES_SERVICE_HOST is not set: not running in a pod; pass --kubeconfig');
     const h = host.includes(':') ? `[${host}]` : host;
-    return new KubeClient({
+    return new KubeRestClient({
       server: `https://${h}:${port}`,
       caPem: readFileSync(`${saDir}/ca.crt`, 'utf8'),
       tokenFile: `${saDir}/token`,
@@ -156,9 +181,9 @@ export class KubeClient {
    * other than a GET; `guard` refuses by throwing, and nothing is sent. The controller fences its writes by its
    * leadership this way, checked at the moment of sending rather than when a sync began.
    */
-  guardWrites(guard: () => void): KubeClient {
+  guardWrites(guard: () => void): KubeRestClient {
     // A view, not a copy: it must share the agent (sockets) and discovery, and close() closes both.
-    const view = Object.create(this) as KubeClient;
+    const view = Object.create(this) as KubeRestClient;
     view.writeGuard = guard;
     return view;
   }
@@ -174,75 +199,59 @@ export class KubeClient {
     return this.tokenCache.value;
   }
 
-  /** One raw request; resolves for every HTTP status, rejects only on transport errors. */
-  raw(
+  /**
+   * One raw request; resolves for every HTTP status, rejects only on transport errors, the request deadline
+   * ({@link KubeTarget.requestTimeoutMs}) or `signal`.
+   * @throws KubeApiError with `details.status` 0 on a transport error or the deadline; `signal`'s reason on abort.
+   */
+  async raw(
     method: string,
     path: string,
     body?: unknown,
     contentType = 'application/json',
     signal?: AbortSignal,
   ): Promise<KubeResponse> {
-    if (method !== 'GET' && this.writeGuard) {
-      try {
-        this.writeGuard();
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
+    if (method !== 'GET' && this.writeGuard) this.writeGuard();
     const url = new URL(path, this.target.server);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const timeoutMs = this.target.requestTimeoutMs ?? 30_000;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const options = await this.requestOptions(method, payload, contentType);
+    try {
+      return await send(url, options, payload, signal ? AbortSignal.any([signal, deadline]) : deadline);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      const why = deadline.aborted ? `timed out after ${timeoutMs / 1000} s` : `failed: ${(err as Error).message}`;
+      throw new KubeApiError(`${method} ${url.pathname} ${why}; is the apiserver reachable?`, {
+        cause: err,
+        details: { status: 0, apiMessage: why },
+      });
+    }
+  }
+
+  private async requestOptions(method: string, payload: string | undefined, contentType: string) {
     const token = this.bearer();
-    return new Promise((resolve, reject) => {
-      const req = request(
-        url,
-        {
-          method,
-          agent: this.agent,
-          timeout: 30_000,
-          ...(signal ? { signal } : {}),
-          headers: {
-            accept: 'application/json',
-            ...(this.target.userAgent ? { 'user-agent': this.target.userAgent } : {}),
-            // Explicit length: Node sends a DELETE body without one, and the apiserver then reads
-            // the body as the next request on the keep-alive socket (400 Bad Request).
-            ...(payload !== undefined
-              ? { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) }
-              : {}),
-            ...(token ? { authorization: `Bearer ${token}` } : {}),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown = text;
-            try {
-              parsed = JSON.parse(text);
-            } catch {}
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname} timed out after 30 s`)));
-      req.on('error', (err) =>
-        reject(
-          new KubeApiError(`${method} ${url.pathname} failed: ${err.message}; is the apiserver reachable?`, {
-            cause: err,
-            details: { status: 0 },
-          }),
-        ),
-      );
-      req.end(payload);
-    });
+    const options: RequestOptions = {
+      method,
+      agent: this.agent,
+      headers: {
+        accept: 'application/json',
+        ...(this.target.userAgent ? { 'user-agent': this.target.userAgent } : {}),
+        // Explicit length: Node sends a DELETE body without one, and the apiserver then reads
+        // the body as the next request on the keep-alive socket (400 Bad Request).
+        ...(payload !== undefined ? { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) } : {}),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
+    };
+    await this.target.authorize?.(options);
+    return options;
   }
 
   /**
    * A request that must succeed (2xx).
    * @throws KubeApiError with the apiserver's message and `details.status`.
    */
-  async call<T = KubeObject>(
+  async call<T = RestObject>(
     method: string,
     path: string,
     body?: unknown,
@@ -255,7 +264,7 @@ export class KubeClient {
   }
 
   /** Like {@link call} but a 404 resolves to `undefined`. */
-  async get<T = KubeObject>(path: string, signal?: AbortSignal): Promise<T | undefined> {
+  async get<T = RestObject>(path: string, signal?: AbortSignal): Promise<T | undefined> {
     const res = await this.raw('GET', path, undefined, undefined, signal);
     if (res.status === 404) return undefined;
     if (res.status >= 200 && res.status < 300) return res.body as T;
@@ -302,23 +311,21 @@ export class KubeClient {
 
   /** The path of one object. */
   async objectPath(obj: {
-    apiVersion: string;
-    kind: string;
-    metadata: { name: string; namespace?: string };
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly metadata: { readonly name: string; readonly namespace?: string | undefined };
   }): Promise<string> {
     return `${await this.collectionPath(obj.apiVersion, obj.kind, obj.metadata.namespace)}/${encodeURIComponent(obj.metadata.name)}`;
   }
 
   /**
-   * Server-side apply of `obj` as `fieldManager`, forcing conflicts (takeover).
-   * @throws KubeApiError (403 forbidden, 422 invalid, ...).
+   * Server-side apply of `obj` (sent as JSON, a subset of YAML as the apply content type requires), every field kept.
+   * @returns the object as the apiserver stored it (or would have, on a dry run).
+   * @throws KubeApiError (403 forbidden, 409 conflict without `force`, 422 invalid, ...).
    */
-  async apply(
-    obj: KubeObject,
-    fieldManager: string,
-    options: { dryRun?: boolean; signal?: AbortSignal } = {},
-  ): Promise<KubeObject> {
-    const q = new URLSearchParams({ fieldManager, force: 'true' });
+  async apply(obj: RestObject, options: RestApplyOptions): Promise<RestObject> {
+    const q = new URLSearchParams({ fieldManager: options.fieldManager });
+    if (options.force) q.set('force', 'true');
     if (options.dryRun) q.set('dryRun', 'All');
     return this.call(
       'PATCH',
@@ -327,6 +334,18 @@ export class KubeClient {
       'application/apply-patch+yaml',
       options.signal,
     );
+  }
+
+  /**
+   * Reads one object with every field the apiserver returned.
+   * @returns undefined when it does not exist.
+   * @throws KubeApiError on any other failure.
+   */
+  async read(
+    ref: Pick<RestObject, 'apiVersion' | 'kind' | 'metadata'>,
+    signal?: AbortSignal,
+  ): Promise<RestObject | undefined> {
+    return this.get(await this.objectPath(ref), signal);
   }
 
   /** Drops cached discovery (after CRDs change). */
@@ -350,7 +369,34 @@ export function statusOfError(err: unknown): number {
 function apiError(method: string, path: string, res: KubeResponse): KubeApiError {
   const b = res.body as { message?: string; reason?: string } | string;
   const msg = typeof b === 'object' && b?.message ? b.message : String(b).slice(0, 300);
+  // `apiMessage` lets `toKubeApiError` name the caller's operation instead of the path.
   return new KubeApiError(`${method} ${path.split('?')[0]} returned ${res.status}: ${msg}`, {
-    details: { status: res.status, reason: typeof b === 'object' ? b?.reason : undefined },
+    details: { status: res.status, reason: typeof b === 'object' ? b?.reason : undefined, apiMessage: msg },
+  });
+}
+
+/** Sends one request; resolves with the status and the body (parsed when JSON) for every HTTP status. */
+function send(
+  url: URL,
+  options: RequestOptions,
+  payload: string | undefined,
+  signal: AbortSignal,
+): Promise<KubeResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...options, signal }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {}
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
   });
 }
