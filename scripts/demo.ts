@@ -173,6 +173,7 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
     `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
     `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
     confinedLine(r.confinement, c?.writeWindowSeconds),
+    `privilege ended:    ${c?.privilegeWindowSeconds ?? 'not confirmed'} s after issue (bindings deleted; get on the planned Secrets denied to the token)`,
     `readiness wait:     ${r.readinessSeconds} s; orchestration overhead ${r.overheadSeconds} s`,
     `taken over by:      ${profile}: ${r.takeover?.ownedObjects.length ?? 0} pushed objects now owned from Git at ${r.takeover?.revisionSeen}; ${r.takeover?.pushOnly.length ?? 0} push-only`,
     ...(activity

@@ -35,8 +35,7 @@ export function startDemoBed(o: DemoBedOptions | FluxDemoBedOptions): Promise<Ha
     name: o.name,
     detached: o.detached ?? false,
     ...(o.dir === undefined ? {} : { dir: o.dir }),
-    writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) =>
-      writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
+    writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) => writeSigningKeyPair(paths),
   };
   if ('profile' in o)
     return startFluxBed({

@@ -1,13 +1,13 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { type Clock, systemClock } from '@baton/core/clock';
 import { isBatonError } from '@baton/errors';
 import type { Logger } from 'pino';
 import { Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
-import { type FetchedRevision, fetchRevision, type GitAuth, GitFailure, GitFetchError } from './git-source.js';
+import { condition as cond, kubeTime, mergeConditions } from './conditions.js';
+import { EventRecorder } from './events.js';
+import { type FetchedRevision, fetchRevision, GitFailure, GitFetchError } from './git-source.js';
 import {
   type Condition,
   GITSYNC_API_VERSION,
@@ -16,11 +16,13 @@ import {
   type GitSyncStatus,
   parseGitSyncSpec,
 } from './gitsync.js';
+import { listenHttp } from './http-routes.js';
 import type { KubeClient } from './kube-client.js';
 import { LeaderElector } from './leader-election.js';
 import { fingerprint } from './logger.js';
 import { Metrics } from './metrics.js';
 import { renderDirectory } from './render.js';
+import { readGitAuth, readWebhookKey } from './secrets.js';
 
 /** Options of {@link startController}. Every collaborator is swappable. */
 export interface ControllerOptions {
@@ -109,8 +111,6 @@ export interface RunningController {
   readonly done: Promise<void>;
 }
 
-const WEBHOOK_PATH = '/webhook';
-
 /**
  * Starts the controller: leader election, the sync loop (poll at `spec.intervalSeconds`, or at once
  * on a webhook call), and the HTTP server with `/healthz`, `/readyz`, `/metrics` and `POST /webhook`.
@@ -136,14 +136,13 @@ class Controller {
   private readonly stopCtl = new AbortController();
   private server: Server | undefined;
   private url = '';
+  private readonly events: EventRecorder;
   private syncCounter = 0;
-  private eventCounter = 0;
   private hasSynced = false;
   private pending = false;
   private wake: (() => void) | undefined;
   private failures = 0;
   private webhookKey: string | undefined;
-  private lastEvent = '';
   private lastSync: SyncOutcome | undefined;
   private syncAbort: AbortController | undefined;
   private loop: Promise<void> = Promise.resolve();
@@ -164,6 +163,14 @@ class Controller {
         );
     });
     this.applier = new Applier({ kube: this.kube, log: this.log, clock: this.clock });
+    this.events = new EventRecorder({
+      kube: this.kube,
+      log: this.log,
+      clock: this.clock,
+      namespace: o.namespace,
+      gitSyncName: this.name,
+      identity: o.identity,
+    });
     this.elector = new LeaderElector({
       kube: o.kube,
       log: this.log,
@@ -204,19 +211,20 @@ class Controller {
   }
 
   async listen() {
-    this.server = createServer((req, res) => {
-      this.route(req, res).catch((err) => {
-        this.log.error({ err: (err as Error).message }, 'http handler failed');
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
-    const server = this.server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.o.port ?? 8080, this.o.host ?? '0.0.0.0', resolve);
-    });
-    const a = server.address() as AddressInfo;
-    this.url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address === '0.0.0.0' ? '127.0.0.1' : a.address}:${a.port}`;
+    const listening = await listenHttp(
+      {
+        log: this.log,
+        metrics: this.metrics,
+        isReady: () => this.isReady(),
+        isLeader: () => this.elector.isLeader,
+        webhookKey: () => this.resolveWebhookKey(),
+        trigger: () => this.trigger(),
+      },
+      this.o.port ?? 8080,
+      this.o.host ?? '0.0.0.0',
+    );
+    this.server = listening.server;
+    this.url = listening.url;
   }
 
   start() {
@@ -351,8 +359,11 @@ class Controller {
   }
 
   private async fetchSource(run: SyncRun, spec: GitSyncSpec, signal: AbortSignal): Promise<FetchedRevision> {
-    const auth = spec.secretRef ? await this.readAuth(spec.secretRef.name, signal) : undefined;
-    if (spec.webhookSecretRef) this.webhookKey = await this.readWebhookKey(spec.webhookSecretRef.name, signal);
+    const auth = spec.secretRef
+      ? await readGitAuth(this.kube, this.o.namespace, spec.secretRef.name, signal)
+      : undefined;
+    if (spec.webhookSecretRef)
+      this.webhookKey = await readWebhookKey(this.kube, this.o.namespace, spec.webhookSecretRef.name, signal);
     run.log.debug(
       { credential: auth ? fingerprint('bearerToken' in auth ? auth.bearerToken : auth.password) : undefined },
       'fetching',
@@ -396,9 +407,9 @@ class Controller {
       ],
     );
     if (isNewlyApplied || result.pruned.length || result.drifted.length)
-      await this.event(gs, 'Normal', 'Applied', message);
+      await this.events.record(gs, 'Normal', 'Applied', message);
     if (result.pruneRefused.length)
-      await this.event(
+      await this.events.record(
         gs,
         'Warning',
         'PruneRefused',
@@ -443,7 +454,7 @@ class Controller {
             ),
           ],
         );
-        await this.event(run.gs, 'Warning', reason, message);
+        await this.events.record(run.gs, 'Warning', reason, message);
       } catch (statusErr) {
         run.log.error({ err: (statusErr as Error).message }, 'status update failed');
       }
@@ -487,71 +498,15 @@ class Controller {
     return (this.clock.monotonicMs() - run.startedMs) / 1000;
   }
 
-  private async readSecret(name: string, signal?: AbortSignal): Promise<Record<string, string>> {
-    const s = await this.kube.get<{ data?: Record<string, string> }>(
-      `/api/v1/namespaces/${this.o.namespace}/secrets/${name}`,
-      signal,
-    );
-    if (!s)
-      throw new SyncError(
-        'SecretNotFound',
-        `Secret ${this.o.namespace}/${name} referenced by the GitSync does not exist; create it (keys username+password or bearerToken)`,
-        { isStalled: true },
-      );
-    return Object.fromEntries(
-      Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
-    );
-  }
-
-  private async readAuth(name: string, signal?: AbortSignal): Promise<GitAuth> {
-    const d = await this.readSecret(name, signal);
-    if (d.bearerToken) return { bearerToken: d.bearerToken };
-    if (d.username !== undefined && d.password !== undefined) return { username: d.username, password: d.password };
-    throw new SyncError(
-      'InvalidSecret',
-      `Secret ${this.o.namespace}/${name} has neither bearerToken nor username+password; add those keys`,
-      { isStalled: true },
-    );
-  }
-
-  private async readWebhookKey(name: string, signal?: AbortSignal): Promise<string> {
-    const d = await this.readSecret(name, signal);
-    if (!d.secret)
-      throw new SyncError(
-        'InvalidSecret',
-        `Secret ${this.o.namespace}/${name} has no key "secret" for the webhook HMAC; add it`,
-        { isStalled: true },
-      );
-    return d.secret;
-  }
-
   private async writeStatus(gs: GitSync, patch: Partial<GitSyncStatus>, conditions: Condition[]) {
-    const prev = gs.status?.conditions ?? [];
-    const merged = [...prev.filter((p) => !conditions.some((c) => c.type === p.type))];
-    for (const c of conditions) {
-      const old = prev.find((p) => p.type === c.type);
-      merged.push({
-        ...c,
-        lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : c.lastTransitionTime,
-        ...(gs.metadata.generation ? { observedGeneration: gs.metadata.generation } : {}),
-      });
-    }
-    merged.sort((a, b) => a.type.localeCompare(b.type));
-    for (const c of merged)
-      if (!c.lastTransitionTime)
-        c.lastTransitionTime = this.clock
-          .now()
-          .toISOString()
-          .replace(/\.\d{3}Z$/, 'Z');
+    const generation = gs.metadata.generation;
+    const now = kubeTime(this.clock.now());
     const status: GitSyncStatus = {
       ...(gs.status ?? {}),
       ...patch,
-      conditions: merged,
-      lastSyncTime: this.clock
-        .now()
-        .toISOString()
-        .replace(/\.\d{3}Z$/, 'Z'),
-      ...(gs.metadata.generation ? { observedGeneration: gs.metadata.generation } : {}),
+      conditions: mergeConditions(gs.status?.conditions ?? [], conditions, { now, generation }),
+      lastSyncTime: now,
+      ...(generation ? { observedGeneration: generation } : {}),
     };
     const updated = await this.kube.call<GitSync>(
       'PATCH',
@@ -563,44 +518,17 @@ class Controller {
     if (updated.metadata.resourceVersion) gs.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
 
-  private async event(gs: GitSync, type: 'Normal' | 'Warning', reason: string, message: string) {
-    // Repeating the same failure every retry would flood the namespace: one event per new message.
-    const key = `${type}/${reason}/${message}`;
-    if (key === this.lastEvent) return;
-    this.lastEvent = key;
-    const now = this.clock
-      .now()
-      .toISOString()
-      .replace(/\.\d{3}Z$/, 'Z');
+  /** The webhook key read by the last sync, or read now when no sync has read it yet (a fresh standby). */
+  private async resolveWebhookKey(): Promise<string | undefined> {
+    if (this.webhookKey) return this.webhookKey;
     try {
-      await this.kube.call('POST', `/api/v1/namespaces/${this.o.namespace}/events`, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: {
-          name: `${this.name}.${this.clock.now().getTime().toString(16)}${(++this.eventCounter).toString(16)}`,
-          namespace: this.o.namespace,
-        },
-        involvedObject: {
-          apiVersion: GITSYNC_API_VERSION,
-          kind: 'GitSync',
-          name: this.name,
-          namespace: this.o.namespace,
-          uid: gs.metadata.uid,
-          resourceVersion: gs.metadata.resourceVersion,
-        },
-        type,
-        reason,
-        message: message.slice(0, 1024),
-        source: { component: 'baton-controller' },
-        reportingComponent: 'baton-controller',
-        reportingInstance: this.o.identity,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      });
+      const gs = await this.kube.get<GitSync>(this.gitSyncPath());
+      const ref = gs ? parseGitSyncSpec(gs.spec, 'GitSync').webhookSecretRef : undefined;
+      if (ref) this.webhookKey = await readWebhookKey(this.kube, this.o.namespace, ref.name);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'event not recorded');
+      this.log.warn({ err: (err as Error).message }, 'webhook secret unavailable');
     }
+    return this.webhookKey;
   }
 
   private isReady(): boolean {
@@ -612,70 +540,6 @@ class Controller {
       this.elector.observedHolder !== this.o.identity
     );
   }
-
-  private async route(req: IncomingMessage, res: ServerResponse) {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === '/healthz') return text(res, 200, 'ok\n');
-    if (req.method === 'GET' && path === '/readyz')
-      return this.isReady() ? text(res, 200, 'ok\n') : text(res, 503, 'not ready: no successful sync yet\n');
-    if (req.method === 'GET' && path === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end(this.metrics.render());
-      return;
-    }
-    if (req.method === 'POST' && path === WEBHOOK_PATH) return this.webhook(req, res);
-    return text(res, 404, 'not found\n');
-  }
-
-  private async webhook(req: IncomingMessage, res: ServerResponse) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req) {
-      size += (c as Buffer).length;
-      if (size > 1024 * 1024) {
-        this.metrics.observeWebhook('too_large');
-        return text(res, 413, 'payload too large\n');
-      }
-      chunks.push(c as Buffer);
-    }
-    if (!this.webhookKey) {
-      try {
-        const gs = await this.kube.get<GitSync>(this.gitSyncPath());
-        const ref = gs ? parseGitSyncSpec(gs.spec, 'GitSync').webhookSecretRef : undefined;
-        if (ref) this.webhookKey = await this.readWebhookKey(ref.name);
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'webhook secret unavailable');
-      }
-    }
-    if (!this.webhookKey) {
-      this.metrics.observeWebhook('disabled');
-      return text(res, 404, 'webhook disabled: set spec.webhookSecretRef on the GitSync\n');
-    }
-    const sig = String(req.headers['x-hub-signature-256'] ?? '');
-    const want = `sha256=${createHmac('sha256', this.webhookKey).update(Buffer.concat(chunks)).digest('hex')}`;
-    if (sig.length !== want.length || !timingSafeEqual(Buffer.from(sig), Buffer.from(want))) {
-      this.metrics.observeWebhook('unauthorized');
-      this.log.warn('webhook signature rejected');
-      return text(res, 401, 'invalid signature: send X-Hub-Signature-256: sha256=HMAC-SHA256(body, secret)\n');
-    }
-    if (!this.elector.isLeader) {
-      this.metrics.observeWebhook('not_leader');
-      return text(res, 503, 'this replica is a standby; retry (the leader syncs)\n');
-    }
-    this.metrics.observeWebhook('accepted');
-    this.log.info('webhook accepted; syncing now');
-    this.trigger();
-    return text(res, 202, 'sync triggered\n');
-  }
-}
-
-function text(res: ServerResponse, status: number, body: string) {
-  res.writeHead(status, { 'content-type': 'text/plain' });
-  res.end(body);
-}
-
-function cond(type: string, status: Condition['status'], reason: string, message: string): Condition {
-  return { type, status, reason, message: message.slice(0, 32_000), lastTransitionTime: '' };
 }
 
 function classify(err: unknown): { reason: string; isStalled: boolean } {

@@ -5,7 +5,7 @@ import type { AuditAppendResult, Clock } from '@baton/core';
 import type { FleetTarget } from './cluster-plans.js';
 import type { FleetAudit } from './fleet-audit.js';
 import type { LoadedFleet } from './fleet-file.js';
-import type { ClusterResult, FleetResult } from './orchestrator.js';
+import type { ClusterResult, FleetResult } from './fleet-result.js';
 import type { Shard, Wave } from './waves.js';
 
 /** What an engine's summary of one cluster may say about its audit event. */

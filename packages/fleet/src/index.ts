@@ -11,6 +11,14 @@ export {
   PlanTemplateSchema,
   parseFleetText,
 } from './fleet-file.js';
+export type {
+  AttemptOutcome,
+  ClusterResult,
+  ClusterStatus,
+  FleetProgressEvent,
+  FleetResult,
+} from './fleet-result.js';
+export { FleetOutcome, fleetExitCode } from './fleet-result.js';
 export type { RecordedFleetOptions, RecordedFleetResult, RecordedSummary } from './fleet-run.js';
 export { newFleetRunId, runRecordedFleet } from './fleet-run.js';
 export type { JobFleetOptions, ShardTarget } from './job-engine/run-jobs.js';
@@ -23,15 +31,7 @@ export type { WaveJobOptions } from './job-engine/wave-job.js';
 export { buildWaveJob, FLEET_RUN_LABEL, parseIndexes, SHARD_CONFIG_ERROR_EXIT } from './job-engine/wave-job.js';
 export type { LocalEngineOptions } from './local-engine.js';
 export { attemptOf, localHandoff, operatorKubeconfigPath, targetClients } from './local-engine.js';
-export type {
-  AttemptOutcome,
-  AttemptResult,
-  ClusterResult,
-  ClusterStatus,
-  FleetProgressEvent,
-  FleetResult,
-  RunFleetOptions,
-} from './orchestrator.js';
-export { FleetOutcome, fleetExitCode, runFleet } from './orchestrator.js';
+export type { AttemptResult, RunFleetOptions } from './orchestrator.js';
+export { runFleet } from './orchestrator.js';
 export type { Shard, Wave } from './waves.js';
 export { assignWaves, budgetCount, parseShard, shardWaves } from './waves.js';

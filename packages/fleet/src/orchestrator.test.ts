@@ -1,6 +1,7 @@
 import { createFakeClock } from '@baton/core/testing';
 import { describe, expect, it } from 'vitest';
-import { type AttemptResult, type FleetProgressEvent, fleetExitCode, runFleet } from './orchestrator.js';
+import { type FleetProgressEvent, fleetExitCode } from './fleet-result.js';
+import { type AttemptResult, runFleet } from './orchestrator.js';
 import type { Wave } from './waves.js';
 
 type T = { readonly name: string };

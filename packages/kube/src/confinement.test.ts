@@ -116,6 +116,51 @@ describe('planConfinement', () => {
     expect(exprs.some((e) => e.includes('size(object.spec.versions) == 2'))).toBe(true);
   });
 
+  it('pins an object too large to inline by its security-relevant fields only, and names it as partly pinned', () => {
+    const crd = {
+      group: 'apiextensions.k8s.io',
+      resource: 'customresourcedefinitions',
+      expected: {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'applications.argoproj.io' },
+        spec: {
+          group: 'argoproj.io',
+          names: { kind: 'Application', plural: 'applications' },
+          scope: 'Namespaced',
+          conversion: { strategy: 'None' },
+          versions: [{ name: 'v1alpha1', schema: 'x'.repeat(400_000) }],
+        },
+      },
+    };
+    const role = {
+      group: 'rbac.authorization.k8s.io',
+      resource: 'clusterroles',
+      expected: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'huge' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+        aggregationRule: undefined,
+        padding: 'y'.repeat(70_000),
+      },
+    };
+    const c = plan([crd, role]);
+    expect(c.partlyPinned).toEqual(['CustomResourceDefinition/applications.argoproj.io', 'ClusterRole/huge']);
+    expect(c.policyBytes).toBeLessThan(20_000);
+    const v = (c.policy.spec as { validations: { expression: string; message: string }[] }).validations;
+    const about = (what: string) => v.filter((x) => x.message?.includes(what)).map((x) => x.expression);
+    expect(about('spec.group differs')[0]).toContain('object.spec.group == "argoproj.io"');
+    expect(about('spec.names differs')[0]).toContain('"plural": "applications"');
+    expect(about('spec.scope differs')[0]).toContain('"Namespaced"');
+    expect(about('spec.conversion differs')[0]).toContain('"None"');
+    expect(about('spec (fields) differs')[0]).toContain('"versions"');
+    expect(about('ClusterRole/huge: rules differs')[0]).toContain('"configmaps"');
+    // Planned without aggregation: it must stay absent.
+    expect(about('ClusterRole/huge: aggregationRule differs')[0]).toContain('!(has(object.aggregationRule))');
+    expect(JSON.stringify(c.policy)).not.toContain('xxxxxxxx');
+  });
+
   it('closes to a single deny-all validation for the same identity', () => {
     const c = plan();
     const closed = closedPolicy(c).spec as { validations: { expression: string }[]; matchConditions: unknown };

@@ -93,3 +93,43 @@ export function readPath(o: unknown, path: string): unknown {
   }
   return cur;
 }
+
+/**
+ * Reads a StatefulSet and says whether every replica of its current revision is ready (the StatefulSet controller
+ * has observed its generation, `readyReplicas` and `updatedReplicas` reach `spec.replicas`). Uses the same shape as
+ * {@link deploymentState}.
+ * @throws {KubeApiError} when the read fails for another reason than "not found".
+ */
+export async function statefulSetState(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+): Promise<DeploymentState> {
+  let s: Awaited<ReturnType<KubeClients['apps']['readNamespacedStatefulSet']>>;
+  try {
+    s = await clients.apps.readNamespacedStatefulSet({ namespace, name });
+  } catch (err) {
+    if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
+    return kubeCall(`read StatefulSet ${namespace}/${name}`, () => Promise.reject(err));
+  }
+  if ((s.status?.observedGeneration ?? 0) < (s.metadata?.generation ?? 0))
+    return { isAvailable: false, reason: 'generation not observed yet' };
+  const want = s.spec?.replicas ?? 1;
+  const ready = s.status?.readyReplicas ?? 0;
+  if (ready < want) return { isAvailable: false, reason: `${ready}/${want} ready` };
+  if ((s.status?.updatedReplicas ?? 0) < want)
+    return { isAvailable: false, reason: `${s.status?.updatedReplicas ?? 0}/${want} updated` };
+  return { isAvailable: true, reason: 'ready' };
+}
+
+/** {@link deploymentState} or {@link statefulSetState}, by kind: how the push and the takeover wait for a workload. */
+export function workloadState(
+  clients: KubeClients,
+  kind: 'Deployment' | 'StatefulSet',
+  namespace: string,
+  name: string,
+): Promise<DeploymentState> {
+  return kind === 'StatefulSet'
+    ? statefulSetState(clients, namespace, name)
+    : deploymentState(clients, namespace, name);
+}

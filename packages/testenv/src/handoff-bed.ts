@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       writeFileSync(join(pushDir, f), text);
       files[`${gitPath}/baton-controller/${f}`] = text;
     }
+    copyProfileRules(o.profileDir, pushDir);
     const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
     const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
     const pullCredentialPath = writePullCredential(dir, git.credentials);
@@ -168,6 +169,15 @@ export async function startSide<T extends object>(
   }
 }
 
+/**
+ * Copies the profile's rules (`rules/profile.yaml`: takeover rules and the plan's controller block) into the push set,
+ * where core finds them; the push reads only the top level as manifests.
+ */
+export function copyProfileRules(profileDir: string, pushDir: string): void {
+  mkdirSync(join(pushDir, 'rules'), { recursive: true });
+  cpSync(join(profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+}
+
 /** Writes `pull.yaml` (username, password; mode 0600) in `dir`: the plan's pull.credential.fromFile. */
 export function writePullCredential(dir: string, c: { readonly username: string; readonly password: string }): string {
   const path = join(dir, 'pull.yaml');
@@ -188,7 +198,7 @@ export async function writeAuditKeyFiles(
 
 /**
  * The HandoffPlan (baton.dev/v1alpha1) to baton-controller; relative paths are relative to the plan file. The controller
- * block repeats @baton/pulumi's `batonController()` as plan YAML: testenv depends on no baton package but errors.
+ * block and the pull Secret's name come from the profile the push set carries (`push/rules/profile.yaml`).
  */
 function planFor(p: {
   clusterName: string;
@@ -209,19 +219,8 @@ function planFor(p: {
       secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
     },
     pull: {
-      credential: { secretName: 'baton-pull-credential', fromFile: './pull.yaml' },
+      credential: { fromFile: './pull.yaml' },
       source: { url: p.url, ref: 'main', path: p.gitPath, revision: p.revision },
-    },
-    controller: {
-      name: 'baton-controller',
-      namespace: 'baton-system',
-      serviceAccount: 'baton-controller',
-      status: {
-        apiVersion: 'baton.dev/v1alpha1',
-        kind: 'GitSync',
-        name: 'baton-controller',
-        revisionPath: 'status.lastAppliedRevision',
-      },
     },
     takeover: { timeoutSeconds: 150 },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
@@ -259,6 +258,8 @@ export interface StartBedClusterOptions {
   readonly nodes?: number;
   /** Run the cluster in a background host that outlives this process (`pnpm baton testenv down` stops it). @default false */
   readonly detached?: boolean;
+  /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
+  readonly kubernetesVersion?: string;
 }
 
 /** A local cluster, in this process or detached, with one way to stop it. */
@@ -275,7 +276,11 @@ export interface BedCluster {
  * @throws when a component does not become ready.
  */
 export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<BedCluster> {
-  const common = { ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1 };
+  const common = {
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
+    nodes: o.nodes ?? 1,
+  };
   if (o.detached) {
     const c = await startDetachedCluster({ ...common, keep: true });
     return {
@@ -303,8 +308,8 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster) =>
+  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster) =>
     startBatonControllerSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
   );
 }
@@ -321,6 +326,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: o.detached } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
   });
   let side: S;
   try {

@@ -3,7 +3,13 @@ export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
 export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
-export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
+export {
+  CONTROL_PLANE_VERSIONS,
+  ensureControlPlaneBinaries,
+  KUBERNETES_VERSION_ENV,
+  KUBERNETES_VERSIONS,
+  resolveKubernetesVersion,
+} from './control-plane-binaries.js';
 export {
   buildControllerImage,
   CONTROLLER_IMAGE,

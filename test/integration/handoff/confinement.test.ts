@@ -1,9 +1,11 @@
 import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { type KubeObject, probeToken } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
+import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
+import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 
@@ -35,14 +37,18 @@ beforeAll(async () => {
         Object.assign(during, await attack(stolen, bootstrap, 'during'));
       } else {
         pushCompletedAt = Date.now();
-        // 2 s after the push, while the token still authenticates (the API server's cache, or the stolen token).
-        await new Promise((r) => setTimeout(r, 2000));
+        // After the push, while the token still authenticates (the API server's cache, or the stolen token): the
+        // attacks start once the apiserver enforces the closed policy, i.e. denies a dry-run re-apply of the plan.
+        await expect
+          .poll(() => statusOfCall(() => reapplyPlanned(stolen, 'All')), { timeout: 15_000, interval: 200 })
+          .toBe(403);
         Object.assign(after, await attack(stolen, bootstrap, 'after'));
         afterTokenStatus = await probeToken(deps.operator, stolen);
       }
     },
   });
   summary = await runHandoff(env.loaded, deps);
+  recordCompatMetrics('confinement', summary);
   expect(captured.text()).not.toContain(stolen);
 }, 600_000);
 
@@ -119,21 +125,7 @@ async function attack(token: string, bootstrapName: string, phase: 'during' | 'a
   await attempt('a ServiceAccount named like a planned Secret (planned name, other kind)', () =>
     c.core.createNamespacedServiceAccount({ namespace: 'baton-system', body: { metadata: { name: 'baton-webhook' } } }),
   );
-  await attempt('apply a planned object with another field manager', () =>
-    apply(
-      {
-        apiVersion: 'v1',
-        kind: 'ServiceAccount',
-        metadata: {
-          name: 'baton-controller',
-          namespace: 'baton-system',
-          labels: { 'app.kubernetes.io/name': 'baton-controller' },
-        },
-        automountServiceAccountToken: true,
-      },
-      'kubectl',
-    ),
-  );
+  await attempt('apply a planned object with another field manager', () => apply(PLANNED_SA, 'kubectl'));
   const deployment = plannedDeployment();
   const containers = (deployment.spec as { template: { spec: { containers: Record<string, unknown>[] } } }).template
     .spec.containers;
@@ -164,20 +156,27 @@ async function attack(token: string, bootstrapName: string, phase: 'during' | 'a
     c.core.deleteNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-controller' }),
   );
   if (phase === 'after') {
-    await attempt('re-apply the planned ServiceAccount exactly (the push is over)', () =>
-      apply({
-        apiVersion: 'v1',
-        kind: 'ServiceAccount',
-        metadata: {
-          name: 'baton-controller',
-          namespace: 'baton-system',
-          labels: { 'app.kubernetes.io/name': 'baton-controller' },
-        },
-        automountServiceAccountToken: true,
-      }),
-    );
+    await attempt('re-apply the planned ServiceAccount exactly (the push is over)', () => apply(PLANNED_SA));
   }
   return out;
+}
+
+/** A planned object exactly as planned. */
+const PLANNED_SA: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'ServiceAccount',
+  metadata: {
+    name: 'baton-controller',
+    namespace: 'baton-system',
+    labels: { 'app.kubernetes.io/name': 'baton-controller' },
+  },
+  automountServiceAccountToken: true,
+};
+
+/** Server-side apply of {@link PLANNED_SA} with the stolen token, as the push does. */
+function reapplyPlanned(token: string, dryRun?: 'All') {
+  const { c } = attacker(cluster.kubeconfigPath, token);
+  return c.objects.patch(PLANNED_SA, undefined, dryRun, 'baton-bootstrap', true, PatchStrategy.ServerSideApply);
 }
 
 function plannedDeployment(): KubeObject {
@@ -208,6 +207,11 @@ describe('the bootstrap credential is confined to the plan by the API server', (
     const w = summary.credential!.writeWindowSeconds!;
     expect(w).toBeGreaterThan(0);
     expect(w).toBeLessThan(summary.credential!.liveSeconds);
+    // Issue 18: the bindings go with the close, and the token itself was denied get on the planned Secrets.
+    const p = summary.credential!.privilegeWindowSeconds!;
+    expect(p).toBeGreaterThan(0);
+    expect(p).toBeLessThan(summary.credential!.liveSeconds);
+    expect(summary.confinement!.verifiedObjects).toBe(summary.confinement!.allowed.length);
     expect(JSON.stringify(summary)).not.toMatch(JWT_PATTERN);
   });
 
@@ -226,8 +230,9 @@ describe('the bootstrap credential is confined to the plan by the API server', (
     expect(afterTokenStatus).toBe(201);
     expect(Object.keys(after)).toHaveLength(13);
     for (const [what, r] of Object.entries(after)) expect(r.status, what).toBe(403);
+    // The bindings were deleted with the close: RBAC refuses before admission sees the write.
     expect(after['re-apply the planned ServiceAccount exactly (the push is over)']!.message).toContain(
-      'the push is complete',
+      `User "${summary.credential!.subject}" cannot patch`,
     );
   });
 
@@ -243,7 +248,9 @@ describe('the bootstrap credential is confined to the plan by the API server', (
       (e) =>
         (e.responseStatus?.code ?? 0) < 400 &&
         Date.parse(e.stageTimestamp) > closedAt &&
-        !['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(e.objectRef?.resource ?? ''),
+        !['selfsubjectrulesreviews', 'selfsubjectreviews', 'selfsubjectaccessreviews'].includes(
+          e.objectRef?.resource ?? '',
+        ),
     );
     expect(allowedAfter.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });

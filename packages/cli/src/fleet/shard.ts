@@ -3,8 +3,8 @@ import { isProcessAlive } from '@baton/audit';
 import { newRunId, resolveGitRevision, systemClock } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { runShard } from '@baton/fleet';
-import { createRunLog } from '@baton/fleet/progress';
 import { clientsFromKubeConfig, clientsFromKubeconfigFile } from '@baton/kube';
+import { createRunLog } from '@baton/progress';
 import { Command } from '@commander-js/extra-typings';
 import { KubeConfig } from '@kubernetes/client-node';
 

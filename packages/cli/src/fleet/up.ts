@@ -23,8 +23,9 @@ import {
   targetClients,
   type Wave,
 } from '@baton/fleet';
-import { budgetText, createFleetView, createRunLog, type PlanFacts, planFacts } from '@baton/fleet/progress';
+import { budgetText, createFleetView } from '@baton/fleet/progress';
 import { clientsFromKubeconfigFile } from '@baton/kube';
+import { createRunLog, type PlanFacts, planFacts } from '@baton/progress';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { intArg } from '../audit/cli-io.js';

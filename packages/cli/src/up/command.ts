@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
 import { ConfigError, TimeoutError } from '@baton/errors';
-import { createRunLog, createStepView, planFacts } from '@baton/fleet/progress';
+import { createRunLog, createStepView, planFacts } from '@baton/progress';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { formatRows, OUTPUT_FORMATS } from '../output/format.js';

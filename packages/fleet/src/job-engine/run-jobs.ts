@@ -4,8 +4,8 @@ import { ConfigError } from '@baton/errors';
 import { type KubeClients, kubeCall } from '@baton/kube';
 import { BatchV1Api, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import type { FleetTarget } from '../cluster-plans.js';
-import type { ClusterResult, FleetProgressEvent, FleetResult } from '../orchestrator.js';
-import { FleetOutcome } from '../orchestrator.js';
+import type { ClusterResult, FleetProgressEvent, FleetResult } from '../fleet-result.js';
+import { notStarted, runWaves } from '../wave-rollout.js';
 import type { Wave } from '../waves.js';
 import { TargetJournal } from './target-journal.js';
 import { buildWaveJob, FLEET_RUN_LABEL, parseIndexes } from './wave-job.js';
@@ -58,52 +58,15 @@ export interface JobFleetOptions {
  * @throws {ConfigError} when a target has no kubeconfig Secret on the management cluster.
  */
 export async function runJobFleet(o: JobFleetOptions): Promise<FleetResult<HandoffSummary>> {
-  const emit = o.onEvent ?? (() => {});
   const batch = o.management.kc.makeApiClient(BatchV1Api);
-  const t0 = o.clock.monotonicMs();
-  const budget = { allowed: o.budget, failed: 0 };
-  const waves: FleetResult<HandoffSummary>['waves'][number][] = [];
-  const notStarted: string[] = [];
-  let halted = false;
   for (const t of o.waves.flatMap((w) => w.clusters)) {
     if (t.kubeconfig.kind !== 'secret')
       throw new ConfigError(
         `cluster "${t.name}": --engine job reads each target's kubeconfig from a Secret on the management cluster; give it a secretRef (Cluster API: <name>-kubeconfig)`,
       );
   }
-  for (const wave of o.waves) {
-    if (halted || o.signal?.aborted) {
-      waves.push({
-        index: wave.index,
-        name: wave.name,
-        clusters: wave.clusters.map((t) => notStartedResult(t.name, wave.index)),
-      });
-      notStarted.push(...wave.clusters.map((t) => t.name));
-      continue;
-    }
-    emit({ type: 'wave-started', wave: wave.index, name: wave.name, clusters: wave.clusters.map((t) => t.name) });
-    const results = await runWave(o, batch, wave, budget.allowed - budget.failed);
-    for (const r of results) if (r.status === 'failed' || r.status === 'aborted') budget.failed++;
-    waves.push({ index: wave.index, name: wave.name, clusters: results });
-    notStarted.push(...results.filter((r) => r.status === 'not-started').map((r) => r.name));
-    emit({ type: 'wave-finished', wave: wave.index, name: wave.name, budget: { ...budget } });
-    if (budget.failed > budget.allowed) {
-      halted = true;
-      emit({
-        type: 'halted',
-        budget: { ...budget },
-        reason: `${budget.failed} cluster(s) failed, more than the failure budget of ${budget.allowed}`,
-      });
-    }
-  }
-  const outcome = o.signal?.aborted
-    ? FleetOutcome.aborted
-    : halted
-      ? FleetOutcome.halted
-      : budget.failed > 0
-        ? FleetOutcome.partial
-        : FleetOutcome.succeeded;
-  return { outcome, budget, waves, notStarted, durationMs: Math.round(o.clock.monotonicMs() - t0) };
+  // The Job's maxFailedIndexes is the budget left: Kubernetes stops the wave when it is spent.
+  return runWaves({ ...o, runWave: (wave, budget) => runWave(o, batch, wave, budget.left) });
 }
 
 async function runWave(
@@ -130,7 +93,7 @@ async function runWave(
             durationMs: 0,
             error: 'the wave Job ended before this index finished',
           }
-        : notStartedResult(t.cluster, wave.index)),
+        : notStarted({ name: t.cluster }, wave)),
   );
 }
 
@@ -322,8 +285,4 @@ async function indexResult(
     ...(summary?.failedStep && how === 'failed' ? { failedStep: summary.failedStep } : {}),
     ...(summary ? { summary } : {}),
   };
-}
-
-function notStartedResult(name: string, wave: number): ClusterResult<HandoffSummary> {
-  return { name, wave, status: 'not-started', attempts: 0, durationMs: 0 };
 }

@@ -1,7 +1,7 @@
+import { formatDuration, formatStep, type LogRecord, type PlanFacts, StepTracker } from '@baton/progress';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
-import type { ClusterResult, FleetProgressEvent, FleetResult } from '../orchestrator.js';
+import type { ClusterResult, FleetProgressEvent, FleetResult } from '../fleet-result.js';
 import type { Wave } from '../waves.js';
-import { formatDuration, formatStep, type LogRecord, type PlanFacts, StepTracker } from './step-tracker.js';
 
 /** Options of {@link createFleetView}. */
 export interface FleetViewOptions {

@@ -1,21 +1,8 @@
 import type { HandoffSummary } from '@baton/core';
 import { describe, expect, it } from 'vitest';
-import { createFleetView } from './fleet-view.js';
 import { StepTracker } from './step-tracker.js';
 import { createStepView } from './step-view.js';
-
-/** A stream that keeps what is written, and is not a TTY. */
-function capture() {
-  const chunks: string[] = [];
-  const out = {
-    isTTY: false,
-    write: (c: string) => {
-      chunks.push(c);
-      return true;
-    },
-  } as unknown as NodeJS.WriteStream;
-  return { out, text: () => chunks.join('') };
-}
+import { captureStream as capture } from './testing.js';
 
 const summary = {
   runId: 'r1',
@@ -76,42 +63,5 @@ describe('step view', () => {
       'push            400 ms   2 objects',
       '',
     ]);
-  });
-
-  it('shows a fleet wave by wave with the budget, each cluster’s steps and outcome', () => {
-    const c = capture();
-    const view = createFleetView({
-      out: c.out,
-      waves: [{ index: 0, name: 'canary', clusters: [{ name: 'a' }] }],
-      budget: 2,
-      nowMs: () => 0,
-    });
-    view.onEvent({ type: 'wave-started', wave: 0, name: 'canary', clusters: ['a'] });
-    view.onStep('a', 'validate');
-    view.onStep('a', 'push');
-    view.onEvent({
-      type: 'cluster-finished',
-      wave: 0,
-      result: {
-        name: 'a',
-        wave: 0,
-        status: 'failed',
-        attempts: 2,
-        durationMs: 3000,
-        failedStep: 'push',
-        error: 'denied',
-      },
-    });
-    view.onEvent({ type: 'wave-finished', wave: 0, name: 'canary', budget: { allowed: 2, failed: 1 } });
-    expect(c.text()).toBe(
-      [
-        'wave 1/1 canary: 1 cluster(s); failed 0 of budget 2',
-        '  [a] validate          0 ms',
-        '  [a] push              0 ms',
-        'a failed at push: denied (3.0 s after 2 attempts)',
-        'wave 1/1 canary finished; failed 1 of budget 2',
-        '',
-      ].join('\n'),
-    );
   });
 });
