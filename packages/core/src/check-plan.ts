@@ -86,7 +86,7 @@ export async function checkPlanOnCluster(
   };
 }
 
-type Planned = Parameters<KubeClients['objects']['apply']>[0];
+type Planned = Parameters<KubeClients['rest']['apply']>[0];
 
 async function dryRunOne(
   operator: KubeClients,
@@ -96,7 +96,7 @@ async function dryRunOne(
 ): Promise<DryRunResult> {
   const object = describeObject(o);
   try {
-    await operator.objects.apply(o, { fieldManager, dryRun: true });
+    await operator.rest.apply(o, { fieldManager, dryRun: true });
     return { object, result: 'ok' };
   } catch (err) {
     const status = statusOf(err);

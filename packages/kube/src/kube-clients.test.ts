@@ -80,7 +80,7 @@ describe('a request to an API server that never answers', () => {
       const e = await c.version.getCode().catch((x: unknown) => x);
       expect(String((e as Error).message)).toMatch(/abort|timeout/i);
       await expect(
-        c.objects.readUntyped({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x', namespace: 'y' } }),
+        c.rest.read({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x', namespace: 'y' } }),
       ).rejects.toThrow();
       expect(performance.now() - t0).toBeLessThan(5000);
     } finally {
