@@ -45,6 +45,7 @@ const samples: {
   proofWaitSeconds: number;
   purePushSeconds: number;
   writeWindowSeconds: number;
+  privilegeWindowSeconds: number;
   pushSeconds: number;
   confineSeconds: number;
   confinementLiveSeconds: number;
@@ -78,6 +79,7 @@ for (let i = 0; i < runs; i++) {
       proofWaitSeconds: s.proof?.proofWaitSeconds ?? 0,
       purePushSeconds,
       writeWindowSeconds: s.credential?.writeWindowSeconds ?? 0,
+      privilegeWindowSeconds: s.credential?.privilegeWindowSeconds ?? 0,
       pushSeconds: (s.stepDurationsMs.push ?? 0) / 1000,
       // Before the mint: dry runs of the plan and the policy's install (not in the live window).
       confineSeconds: (s.stepDurationsMs.confine ?? 0) / 1000,
@@ -111,6 +113,7 @@ const result = {
   overheadSeconds: pick('overheadSeconds'),
   purePushSeconds: pick('purePushSeconds'),
   writeWindowSeconds: pick('writeWindowSeconds'),
+  privilegeWindowSeconds: pick('privilegeWindowSeconds'),
   pushSeconds: pick('pushSeconds'),
   confineSeconds: pick('confineSeconds'),
   confinementLiveSeconds: pick('confinementLiveSeconds'),
@@ -121,9 +124,11 @@ const result = {
     // Issue 9: the confinement adds at most 0.5 s to the live window; the write window ends within 1 s of the push.
     confinementLiveAtMost0_5s: pick('confinementLiveSeconds') <= 0.5,
     writeWindowAtMostPushPlus1s: pick('writeWindowSeconds') <= pick('pushSeconds') + 1,
+    // Issue 18: the credential is authorized for nothing of the plan within 0.5 s of the push.
+    privilegeWindowAtMostPushPlus0_5s: pick('privilegeWindowSeconds') <= pick('pushSeconds') + 0.5,
   },
   notes:
-    'liveSeconds runs from the TokenRequest to the first 401 with the revoked token; it includes the API server token cache (10 s) as proofWaitSeconds. overheadSeconds = liveSeconds - readinessSeconds - proofWaitSeconds. purePushSeconds: operator SSA of the same manifests + Deployment Available, credential never revoked. writeWindowSeconds: TokenRequest to the first denial of a planned write by the closed confinement. confineSeconds: dry runs of the plan and the policy install, before the mint (outside the live window). confinementLiveSeconds: what the confinement adds to the live window (the probe outside the plan before the push, plus what of closing the window after it outlasted the takeover wait, which runs alongside). closeSeconds: from the end of the push until a planned write was denied.',
+    'liveSeconds runs from the TokenRequest to the first 401 with the revoked token; it includes the API server token cache (10 s) as proofWaitSeconds. overheadSeconds = liveSeconds - readinessSeconds - proofWaitSeconds. purePushSeconds: operator SSA of the same manifests + Deployment Available, credential never revoked. writeWindowSeconds: TokenRequest to the first denial of a planned write after the push (by the closed confinement or, once the bindings are deleted, by RBAC). privilegeWindowSeconds: TokenRequest to the first SelfSubjectAccessReview, as the token, denying get on every planned Secret (the bindings are deleted alongside the close); the three windows are writeWindowSeconds, privilegeWindowSeconds and liveSeconds. confineSeconds: dry runs of the plan and the policy install, before the mint (outside the live window). confinementLiveSeconds: what the confinement adds to the live window (the probe outside the plan before the push, plus what of closing the window after it outlasted the takeover wait, which runs alongside). closeSeconds: from the end of the push until a planned write and a planned read were both denied.',
   samples: samples.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, r2(v)]))),
 };
 await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);

@@ -1,20 +1,35 @@
-// The handoff part of `pnpm bench:pulumi`: a handoff through `pulumi up` of stacks/local (the demo's default path)
-// against `baton up` of the same plan (runHandoff in-process, the demo's `--via cli`). Every sample gets a fresh bed
-// (cluster, Git server, pod runner), and the order alternates (pulumi, cli, cli, pulumi, …) so a machine that warms
-// up or gets busier during the run favours neither path.
-import { appendFileSync, mkdirSync } from 'node:fs';
-import { loadavg } from 'node:os';
+// The handoff part of `pnpm bench:pulumi`, on the packages a user installs: the runtime closure of @baton/cli and
+// @baton/pulumi packed and npm-installed into a project outside the repository (test/support/outside-install.ts), whose
+// TypeScript program is compiled with its own tsc. A handoff through `pulumi up` of that project against the
+// installed `baton up` of the same plan. Every sample gets a fresh bed (cluster, Git server, pod runner), and the
+// order alternates (pulumi, cli, cli, pulumi, …) so a machine that warms up or gets busier during the run favours
+// neither path. The seconds before the mint are split by the language host's and the provider's timestamps.
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, type HandoffSummary } from '@baton/core';
+import { promisify } from 'node:util';
+import type { HandoffSummary } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
 import type { HandoffBed } from '@baton/testenv';
-import { batonUpInProcess } from '../scripts/demo/baton-up.js';
 import { startDemoBed } from '../scripts/demo/bed.js';
-import { pulumiUp } from '../scripts/demo/pulumi-up.js';
+import { type PulumiProject, pulumiUp } from '../scripts/demo/pulumi-up.js';
+import {
+  installUserPulumiProject,
+  type OutsideInstall,
+  packPackages,
+  runtimeClosure,
+  USER_PULUMI_PROJECT,
+} from '../test/support/outside-install.js';
 import { median, round } from './stats.js';
+
+const execFileAsync = promisify(execFile);
 
 /** The credential's live window through Pulumi may exceed baton up's by this much (issue 11). */
 const LIVE_WINDOW_TARGET_SECONDS = 0.5;
+/** `pulumi up` may take this much longer than `baton up` (issue 17). */
+const ADDED_SECONDS_TARGET = 5;
 
 type HandoffPath = 'pulumi' | 'cli';
 
@@ -35,6 +50,23 @@ interface HandoffSample {
   readonly readinessSeconds: number | null;
   readonly overheadSeconds: number | null;
   readonly stepDurationsMs: Readonly<Record<string, number>>;
+  /** pulumi only: where beforeIssueSeconds goes (see {@link BeforeMintSplit}). */
+  readonly beforeMint?: BeforeMintSplit;
+}
+
+/**
+ * `pulumi up`'s seconds before the mint, from the language host's and the provider's timestamps: engine start (`pulumi
+ * up` started → language host process started), language host (→ Run arrived), program (→ the dynamic-provider host
+ * process started: the program loads and registers its resources, the engine checks them and starts the host),
+ * provider host (→ `@baton/pulumi/provider` loaded), handoff (→ the credential issued: check, diff, create, plan,
+ * preflight, cleanup, confine, mint).
+ */
+interface BeforeMintSplit {
+  readonly engineStartSeconds: number;
+  readonly languageHostSeconds: number;
+  readonly programSeconds: number;
+  readonly providerHostSeconds: number;
+  readonly handoffSeconds: number;
 }
 
 type Measured = Omit<HandoffSample, 'order'>;
@@ -65,36 +97,90 @@ function measured(startedAt: string, totalSeconds: number, r: HandoffReceipt | H
   };
 }
 
-async function viaPulumi(bed: HandoffBed, signal: AbortSignal): Promise<Measured> {
-  const up = await pulumiUp(bed, bed.side.dir, signal);
+/** The installed user project as `pulumiUp` runs it: no Node options, no NODE_PATH, the host's timings to a file. */
+function installedProject(installed: OutsideInstall, timingsPath: string): PulumiProject {
+  return {
+    dir: installed.dir,
+    name: USER_PULUMI_PROJECT,
+    envOptions: { env: { NODE_OPTIONS: '', NODE_PATH: '', BATON_LANGUAGE_HOST_TIMINGS: timingsPath } },
+  };
+}
+
+/** Epoch ms of the first record of `event` in the language host's timings file. */
+function hostTiming(timingsPath: string, event: string): number {
+  const lines = readFileSync(timingsPath, 'utf8').trim().split('\n');
+  const hit = lines.map((l) => JSON.parse(l) as { event: string; at: number }).find((t) => t.event === event);
+  if (!hit) throw new Error(`${timingsPath} has no ${event} record: is the test bed's language host the one running?`);
+  return hit.at;
+}
+
+/** The provider's first log line (`provider host`) in the run's log beside the journal. */
+function providerTimings(bed: HandoffBed): { providerHostStartedAt: string; providerLoadedAt: string } {
+  const logDir = join(bed.side.dir, 'logs');
+  const file = readdirSync(logDir).find((f) => f.startsWith('pulumi-'));
+  if (!file) throw new Error(`${logDir} holds no provider log`);
+  const first = readFileSync(join(logDir, file), 'utf8').split('\n')[0] ?? '';
+  return JSON.parse(first) as { providerHostStartedAt: string; providerLoadedAt: string };
+}
+
+async function viaPulumi(bed: HandoffBed, installed: OutsideInstall, signal: AbortSignal): Promise<Measured> {
+  const timingsPath = join(bed.side.dir, 'language-host-timings.jsonl');
+  const up = await pulumiUp(bed, bed.side.dir, signal, installedProject(installed, timingsPath));
   if (up.receipt?.outcome !== 'handed-off' || !up.receipt.credential) {
     throw new Error(`${bed.clusterName}: pulumi up did not hand off: ${up.error ?? up.receipt?.outcome}`);
   }
-  return measured(up.startedAt, up.updateSeconds, up.receipt);
+  const m = measured(up.startedAt, up.updateSeconds, up.receipt);
+  const provider = providerTimings(bed);
+  const marks = [
+    Date.parse(up.startedAt),
+    hostTiming(timingsPath, 'host-started'),
+    hostTiming(timingsPath, 'run'),
+    Date.parse(provider.providerHostStartedAt),
+    Date.parse(provider.providerLoadedAt),
+    Date.parse(up.receipt.credential.issuedAt),
+  ];
+  const between = (i: number) => round((marks[i + 1]! - marks[i]!) / 1000, 3);
+  return {
+    ...m,
+    beforeMint: {
+      engineStartSeconds: between(0),
+      languageHostSeconds: between(1),
+      programSeconds: between(2),
+      providerHostSeconds: between(3),
+      handoffSeconds: between(4),
+    },
+  };
 }
 
-async function viaCli(bed: HandoffBed, signal: AbortSignal): Promise<Measured> {
-  // To a file with synchronous appends, as the Pulumi provider logs: both paths pay the same for their log.
-  const logDir = join(bed.side.dir, 'logs');
-  mkdirSync(logDir, { recursive: true });
-  const logPath = join(logDir, 'baton-up.log');
-  const log = createLogger({ destination: { write: (line: string) => appendFileSync(logPath, line) } });
+/** The installed `baton up --plan … -o json`, as a user runs it (its full log goes to a file, as the provider's). */
+async function viaCli(bed: HandoffBed, installed: OutsideInstall, signal: AbortSignal): Promise<Measured> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
-  const s = await batonUpInProcess(bed, log, signal);
+  const { stdout } = await execFileAsync(installed.bin('baton'), ['up', '--plan', bed.side.planPath, '-o', 'json'], {
+    cwd: installed.dir,
+    env: installed.env,
+    signal,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const totalSeconds = (performance.now() - t0) / 1000;
+  const s = JSON.parse(stdout) as HandoffSummary;
   if (s.outcome !== 'handed-off' || !s.credential) {
-    throw new Error(`${bed.clusterName}: baton up did not hand off: ${s.outcome}: ${s.error}; log ${logPath}`);
+    throw new Error(`${bed.clusterName}: baton up did not hand off: ${s.outcome}: ${s.error}`);
   }
   return measured(startedAt, totalSeconds, s);
 }
 
 /** One handoff on a fresh bed; a failed one keeps the bed's files (plan, logs, state copy) and names them. */
-async function sample(path: HandoffPath, name: string, signal: AbortSignal): Promise<Measured> {
+async function sample(
+  path: HandoffPath,
+  name: string,
+  installed: OutsideInstall,
+  signal: AbortSignal,
+): Promise<Measured> {
   const bed = await startDemoBed({ name });
   let ok = false;
   try {
-    const m = await (path === 'pulumi' ? viaPulumi(bed, signal) : viaCli(bed, signal));
+    const m = await (path === 'pulumi' ? viaPulumi(bed, installed, signal) : viaCli(bed, installed, signal));
     ok = true;
     return m;
   } finally {
@@ -125,29 +211,52 @@ function medians(samples: readonly HandoffSample[]) {
  */
 export async function benchHandoff(runs: number, log: (line: string) => void, signal: AbortSignal) {
   const loadStart = loadavg();
+  const packDir = join(tmpdir(), `baton-bench-pack-${process.pid}`);
+  log('packing @baton/cli and @baton/pulumi and installing them outside the repository…');
+  const installed = await installUserPulumiProject(
+    await packPackages(runtimeClosure(['@baton/cli', '@baton/pulumi']), packDir),
+  );
   const samples: Record<HandoffPath, HandoffSample[]> = { pulumi: [], cli: [] };
   const order = alternatingOrder(runs);
-  for (const [i, path] of order.entries()) {
-    signal.throwIfAborted();
-    const m = await sample(path, `bench-${path}-${process.pid}-${i}`, signal);
-    samples[path].push({ order: i, ...m });
-    log(
-      `handoff ${i + 1}/${order.length} via ${path}: total ${m.totalSeconds} s, credential live ${m.liveSeconds} s, readiness ${m.readinessSeconds} s`,
-    );
+  try {
+    for (const [i, path] of order.entries()) {
+      signal.throwIfAborted();
+      const m = await sample(path, `bench-${path}-${process.pid}-${i}`, installed, signal);
+      samples[path].push({ order: i, ...m });
+      log(
+        `handoff ${i + 1}/${order.length} via ${path}: total ${m.totalSeconds} s, before issue ${m.beforeIssueSeconds} s ${JSON.stringify(m.beforeMint ?? {})}, credential live ${m.liveSeconds} s`,
+      );
+    }
+  } finally {
+    await installed.remove();
+    await rm(packDir, { recursive: true, force: true });
   }
+  const split = (pick: (b: BeforeMintSplit) => number) =>
+    round(median(samples.pulumi.map((s) => pick(s.beforeMint!))), 3);
   const pulumi = medians(samples.pulumi);
   const cli = medians(samples.cli);
   // Every sample handed off (else it threw), so each has a total and a live window.
   const liveWindowDifferenceSeconds = round(pulumi.liveSeconds! - cli.liveSeconds!);
   return {
     description:
-      'a handoff to baton-controller through `pulumi up` of stacks/local (real engine, the test bed language host, dynamic provider) vs `baton up` of the same plan (runHandoff in-process, as `pnpm demo -- --via cli`); a fresh bed per sample, order pulumi, cli, cli, pulumi, …; totalSeconds is the wall time of `pulumi up` / of runHandoff = beforeIssueSeconds (command start to credential issue) + liveSeconds (issue to first refusal) + afterRevokeSeconds; runSeconds is the run summary’s own total; medians; differences are pulumi median − cli median',
+      'a handoff to baton-controller on the installed packages (the runtime closure of @baton/cli and @baton/pulumi packed and npm-installed outside the repository): `pulumi up` of a user project whose TypeScript program (handoffFromConfig) is compiled with its own tsc (real engine, the test bed language host with typescript: false, dynamic provider; no NODE_OPTIONS, no NODE_PATH) vs the installed `baton up --plan … -o json` as a process; a fresh bed per sample, order pulumi, cli, cli, pulumi, …; totalSeconds is the wall time of the command = beforeIssueSeconds (command start to credential issue) + liveSeconds (issue to first refusal) + afterRevokeSeconds; beforeMint splits pulumi’s beforeIssueSeconds: engine start → language host start → Run → dynamic-provider host start → @baton/pulumi/provider loaded → credential issued; runSeconds is the run summary’s own total; medians; differences are pulumi median − cli median',
     runs,
     medians: { pulumi, cli },
+    pulumiBeforeMint: {
+      engineStartSeconds: split((b) => b.engineStartSeconds),
+      languageHostSeconds: split((b) => b.languageHostSeconds),
+      programSeconds: split((b) => b.programSeconds),
+      providerHostSeconds: split((b) => b.providerHostSeconds),
+      handoffSeconds: split((b) => b.handoffSeconds),
+    },
+    addedBeforeIssueSeconds: round(pulumi.beforeIssueSeconds! - cli.beforeIssueSeconds!),
+    addedSecondsTarget: ADDED_SECONDS_TARGET,
     addedSeconds: round(pulumi.totalSeconds! - cli.totalSeconds!),
     liveWindowDifferenceSeconds,
     liveWindowTargetSeconds: LIVE_WINDOW_TARGET_SECONDS,
-    targetMet: liveWindowDifferenceSeconds <= LIVE_WINDOW_TARGET_SECONDS,
+    targetMet:
+      liveWindowDifferenceSeconds <= LIVE_WINDOW_TARGET_SECONDS &&
+      pulumi.totalSeconds! - cli.totalSeconds! <= ADDED_SECONDS_TARGET,
     samples,
     loadAverage: { start: loadStart.map((x) => round(x)), end: loadavg().map((x) => round(x)) },
   };

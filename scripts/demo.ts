@@ -4,19 +4,25 @@
 //   pnpm demo -- --json         one JSON object on stdout
 //   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
 //   pnpm demo -- --profile flux hand the cluster to real Flux (source- and kustomize-controller built from Go modules
-//                               on first use, minutes on a cold machine) through `baton up` (stacks/local is
-//                               baton-controller's)
+//                               on first use, minutes on a cold machine, before the cluster starts); stacks/local
+//                               takes the profile as config, so both --via pulumi (the default) and --via cli work
 // The push installs bootstrap-manifests/baton-controller (or bootstrap-manifests/flux); kwok runs no containers, so
 // testenv's pod runner plays kubelet for the controller images (packages/controller/src/main.ts, or Flux's binaries,
 // with their pods' tokens). The plan, the audit log and its keys stay in .baton/demo/<cluster>/ (the pull and webhook
 // secrets are removed).
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type HandoffSummary } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { apiserverRequestsBy, type ControllerSide, type HandoffBed, identityActivity } from '@baton/testenv';
+import {
+  apiserverRequestsBy,
+  type ControllerSide,
+  ensureFluxControllers,
+  type HandoffBed,
+  identityActivity,
+} from '@baton/testenv';
 import { batonUpInProcess } from './demo/baton-up.js';
 import { startDemoBed } from './demo/bed.js';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
@@ -31,15 +37,9 @@ if (profile !== 'baton-controller' && profile !== 'flux') {
   process.stderr.write('demo: --profile takes `baton-controller` (the default) or `flux`\n');
   process.exit(2);
 }
-const via = option('--via') ?? (profile === 'flux' ? 'cli' : 'pulumi');
+const via = option('--via') ?? 'pulumi';
 if (via !== 'cli' && via !== 'pulumi') {
   process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
-  process.exit(2);
-}
-if (profile === 'flux' && via === 'pulumi') {
-  process.stderr.write(
-    'demo: stacks/local hands off to baton-controller; use --profile flux with --via cli (the default for flux)\n',
-  );
   process.exit(2);
 }
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -61,13 +61,26 @@ type DemoRun = Pick<HandoffSummary, 'runId' | 'stepDurationsMs' | 'totalSeconds'
 
 const name = `demo-${process.pid}`;
 const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
+const errorLogPath = join(demoDir, 'demo-error.log');
+// Whatever escapes (a failed build, a cluster that does not start, a bug): its message, where the whole of it is,
+// and exit 1 — never a bare stack trace and never exit 0.
+const fail = (e: unknown) => {
+  mkdirSync(demoDir, { recursive: true });
+  writeFileSync(errorLogPath, `${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n${causes(e)}`);
+  err(`demo: failed: ${e instanceof Error ? e.message : String(e)}\ndemo: the whole error is in ${errorLogPath}`);
+  process.exit(1);
+};
+process.on('uncaughtException', fail);
+process.on('unhandledRejection', fail);
+// Flux's controllers are built (minutes when cold) before the cluster starts, so no cluster sits idle meanwhile.
+if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
+const fluxControllers = profile === 'flux' ? await ensureFluxControllers({ onProgress: err }).catch(fail) : undefined;
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
-if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
-const bed: HandoffBed<ControllerSide> =
-  profile === 'flux'
-    ? await startDemoBed({ name, detached: keep, dir: demoDir, profile, onBuildProgress: err })
-    : await startDemoBed({ name, detached: keep, dir: demoDir });
+const bed: HandoffBed<ControllerSide> = await (fluxControllers
+  ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'flux', controllers: fluxControllers })
+  : startDemoBed({ name, detached: keep, dir: demoDir })
+).catch(fail);
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );
@@ -87,12 +100,15 @@ try {
   if (via === 'cli')
     run = await batonUpInProcess(bed, createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
   else {
-    pulumi = await pulumiUp(bed as HandoffBed, demoDir, ac.signal);
+    pulumi = await pulumiUp(bed, demoDir, ac.signal);
     run = pulumi.receipt ?? failedUpdate(pulumi);
   }
   exitCode = run.outcome === 'handed-off' ? 0 : 1;
   // Read before the cluster (and its audit log) goes.
   activity = identitySummary(run);
+} catch (e) {
+  await bed.stop({ keepCluster: keep, keepFiles: true }).catch(() => undefined);
+  fail(e);
 } finally {
   await bed.stop({ keepCluster: keep, keepFiles: true });
   // The Git server is gone; its password and the webhook key have no business staying on disk.
@@ -173,6 +189,7 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
     `credential lived:   ${c?.liveSeconds} s (issued ${c?.issuedAt}, refused from ${c?.revokedAt})`,
     `scoped to:          ${c?.rules.length} rules, no wildcard, no cluster-admin`,
     confinedLine(r.confinement, c?.writeWindowSeconds),
+    `privilege ended:    ${c?.privilegeWindowSeconds ?? 'not confirmed'} s after issue (bindings deleted; get on the planned Secrets denied to the token)`,
     `readiness wait:     ${r.readinessSeconds} s; orchestration overhead ${r.overheadSeconds} s`,
     `taken over by:      ${profile}: ${r.takeover?.ownedObjects.length ?? 0} pushed objects now owned from Git at ${r.takeover?.revisionSeen}; ${r.takeover?.pushOnly.length ?? 0} push-only`,
     ...(activity
@@ -212,6 +229,14 @@ function confinedLine(c: DemoRun['confinement'], writeWindowSeconds: number | nu
   if (!c) return 'confinement:        none (the run ended before it was installed)';
   if (!c.probeDenied) return `confinement:        NOT proven: ${c.policyName} did not deny a write outside the plan`;
   return `confined to the plan: ${c.allowed.length} objects (${c.planDigest.slice(0, 19)}…) by ${c.policyName}; writes ended ${writeWindowSeconds} s after issue${c.closedAt ? '' : ' (never closed)'}`;
+}
+
+/** The messages of an error's causes, one per line. */
+function causes(e: unknown): string {
+  let text = '';
+  for (let c = (e as Error | undefined)?.cause; c; c = (c as Error).cause)
+    text += `caused by: ${String((c as Error).stack ?? c)}\n`;
+  return text;
 }
 
 function seconds(from: number): string {

@@ -18,10 +18,12 @@ if ! command -v go >/dev/null 2>&1; then
   fi
 fi
 
-# Debian packages: git (git http-backend serves the test Git repositories), chromium (the audit report test).
+# Debian packages: git (git http-backend serves the test Git repositories), chromium (the audit report test),
+# docker-registry (the local registry the test bed pulls the controller image from).
 missing=()
 command -v git >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing Debian packages: ${missing[*]}"
@@ -36,3 +38,8 @@ pnpm install --frozen-lockfile --reporter=append-only >&2
 
 say "building (or reusing) the pinned binaries from Go modules"
 node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build >&2
+
+# The test bed runs the controller image by its digest: build it (downloads and layers cached by version under
+# ~/.cache/baton/image; a warm build only bundles the controller again).
+say "building the baton-controller image (pnpm image:build)"
+node --conditions=@baton/source --import tsx packages/controller/image/build.ts >&2

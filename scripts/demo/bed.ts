@@ -3,7 +3,7 @@
 // off on the same bed, so the benchmark measures what the demo shows.
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
-import { type FluxSide, type HandoffBed, startFluxBed, startHandoffBed } from '@baton/testenv';
+import { type FluxControllers, type FluxSide, type HandoffBed, startFluxBed, startHandoffBed } from '@baton/testenv';
 
 const profileDir = (name: string) => fileURLToPath(new URL(`../../bootstrap-manifests/${name}`, import.meta.url));
 
@@ -22,6 +22,8 @@ export interface FluxDemoBedOptions extends DemoBedOptions {
   readonly profile: 'flux';
   /** Progress of the Flux build (minutes on a cold machine). */
   readonly onBuildProgress?: (line: string) => void;
+  /** The built controllers (build them before the cluster starts). @default built here */
+  readonly controllers?: FluxControllers;
 }
 
 /**
@@ -35,14 +37,14 @@ export function startDemoBed(o: DemoBedOptions | FluxDemoBedOptions): Promise<Ha
     name: o.name,
     detached: o.detached ?? false,
     ...(o.dir === undefined ? {} : { dir: o.dir }),
-    writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) =>
-      writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
+    writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) => writeSigningKeyPair(paths),
   };
   if ('profile' in o)
     return startFluxBed({
       ...common,
       profileDir: profileDir('flux'),
       ...(o.onBuildProgress ? { onBuildProgress: o.onBuildProgress } : {}),
+      ...(o.controllers ? { controllers: o.controllers } : {}),
     });
   return startHandoffBed({ ...common, profileDir: profileDir('baton-controller') });
 }

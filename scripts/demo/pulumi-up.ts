@@ -4,12 +4,37 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HandoffReceipt } from '@baton/pulumi';
-import { createPulumiEnv, type HandoffBed, type PulumiEnv } from '@baton/testenv';
+import {
+  type ControllerSide,
+  createPulumiEnv,
+  type HandoffBed,
+  type PulumiEnv,
+  type PulumiEnvOptions,
+} from '@baton/testenv';
 import { parse } from 'yaml';
 
-const STACK_DIR = fileURLToPath(new URL('../../stacks/local', import.meta.url));
-const PROJECT = 'baton-local';
 const ROOT_NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url));
+
+/** A Pulumi project of stacks/local's shape (its config keys) to run `pulumi up` in. */
+export interface PulumiProject {
+  readonly dir: string;
+  /** Its Pulumi project name (where the file backend keeps its state). */
+  readonly name: string;
+  /** How the engine's Node.js processes find baton's packages. */
+  readonly envOptions: Pick<PulumiEnvOptions, 'nodePath' | 'env'>;
+}
+
+/** stacks/local, whose program and dynamic-provider host load baton's packages from source: the demo's project. */
+export const LOCAL_STACK: PulumiProject = {
+  dir: fileURLToPath(new URL('../../stacks/local', import.meta.url)),
+  name: 'baton-local',
+  envOptions: {
+    nodePath: [ROOT_NODE_MODULES],
+    env: {
+      NODE_OPTIONS: `--conditions=@baton/source --import ${join(ROOT_NODE_MODULES, 'tsx', 'dist', 'loader.mjs')}`,
+    },
+  },
+};
 
 /** What `pulumi up` left: the stack's receipt, or the CLI's error, and where the state is. */
 export interface PulumiUpResult {
@@ -29,30 +54,29 @@ export interface PulumiUpResult {
 
 /**
  * Runs `pulumi stack init`, `config set` (values on stdin; secrets as Pulumi secrets) and `pulumi up --yes` of
- * stacks/local for `bed`, copies the state into `outDir`, then removes the stack (and stacks/local/Pulumi.<stack>.yaml)
- * and every process and file of the Pulumi environment.
+ * `project` (stacks/local by default) for `bed`, copies the state into `outDir`, then removes the stack (and the
+ * project's Pulumi.<stack>.yaml) and every process and file of the Pulumi environment.
  */
-export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSignal): Promise<PulumiUpResult> {
+export async function pulumiUp(
+  bed: HandoffBed<ControllerSide>,
+  outDir: string,
+  signal: AbortSignal,
+  project: PulumiProject = LOCAL_STACK,
+): Promise<PulumiUpResult> {
   const stack = bed.clusterName;
-  const env = await createPulumiEnv({
-    nodePath: [ROOT_NODE_MODULES],
-    // A fresh passphrase: the kept state's secrets stay unreadable.
-    passphrase: randomBytes(18).toString('base64url'),
-    // The program and the dynamic-provider host load baton's packages from source, as the demo does.
-    env: {
-      NODE_OPTIONS: `--conditions=@baton/source --import ${join(ROOT_NODE_MODULES, 'tsx', 'dist', 'loader.mjs')}`,
-    },
-  });
+  const projectDir = project.dir;
+  // A fresh passphrase: the kept state's secrets stay unreadable.
+  const env = await createPulumiEnv({ ...project.envOptions, passphrase: randomBytes(18).toString('base64url') });
   const run = (args: readonly string[], input?: string) =>
-    env.run([...args, '--stack', stack], { cwd: STACK_DIR, stack, signal, ...(input === undefined ? {} : { input }) });
+    env.run([...args, '--stack', stack], { cwd: projectDir, stack, signal, ...(input === undefined ? {} : { input }) });
   // `up` is not killed on abort: killing the engine would kill the provider mid-handoff, before it revokes the
   // bootstrap credential. The handoff runs to its end (revoked, proved, recorded) and the demo stops after it.
-  const runUp = () => env.run(['up', '--yes', '--stack', stack], { cwd: STACK_DIR, stack });
+  const runUp = () => env.run(['up', '--yes', '--stack', stack], { cwd: projectDir, stack });
   const statePath = join(outDir, 'pulumi-state.json');
   const logPath = join(outDir, 'pulumi-up.log');
   try {
-    await env.run(['stack', 'init', stack], { cwd: STACK_DIR, stack, signal });
-    await configure(bed, run);
+    await env.run(['stack', 'init', stack], { cwd: projectDir, stack, signal });
+    await configureStack(bed, run);
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const up = await runUp().then(
@@ -65,20 +89,26 @@ export async function pulumiUp(bed: HandoffBed, outDir: string, signal: AbortSig
     const receipt = up.error
       ? undefined
       : (JSON.parse((await run(['stack', 'output', '--json', 'receipt'])).stdout) as HandoffReceipt);
-    await copyFile(join(env.dir, 'state', '.pulumi', 'stacks', PROJECT, `${stack}.json`), statePath);
+    await copyFile(join(env.dir, 'state', '.pulumi', 'stacks', project.name, `${stack}.json`), statePath);
     return { ...(receipt ? { receipt } : { error: up.error }), stack, startedAt, updateSeconds, statePath, logPath };
   } finally {
-    await removeStack(env, stack);
+    await removeStack(env, stack, projectDir);
   }
 }
 
-/** Sets the stack's config: plain values with `config set-all`, secrets one by one on stdin. */
-async function configure(
-  bed: HandoffBed,
+/**
+ * Sets the config of a stack of stacks/local's shape (its keys, `handoffFromConfig`'s) for `bed`: plain values with
+ * `config set-all`, secrets one by one on stdin.
+ */
+export async function configureStack(
+  bed: HandoffBed<ControllerSide>,
   run: (args: readonly string[], input?: string) => Promise<unknown>,
 ): Promise<void> {
   const s = bed.side;
+  // The bed's plan names its profile; stacks/local's `profile` config defaults to baton-controller.
+  const { profile } = (parse(await readFile(s.planPath, 'utf8')) as { push: { profile: string } }).push;
   const plain: Record<string, string> = {
+    ...(profile !== 'baton-controller' ? { profile } : {}),
     clusterName: bed.clusterName,
     gitUrl: s.git.repoUrl('cluster-config'),
     gitPath: s.gitPath,
@@ -92,19 +122,21 @@ async function configure(
     journalDir: s.journalDir,
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
-  const webhook = parse(await readFile(s.webhookSecretPath, 'utf8')) as { secret: string };
+  // baton-controller's side has a push-only webhook key; Flux's has none.
+  const webhookPath = (s as ControllerSide & { webhookSecretPath?: string }).webhookSecretPath;
+  const webhook = webhookPath ? (parse(await readFile(webhookPath, 'utf8')) as { secret: string }) : undefined;
   const secrets: Record<string, string> = {
     kubeconfig: await readFile(bed.kubeconfigPath, 'utf8'),
     pullPassword: s.git.credentials.password,
-    webhookSecret: webhook.secret,
+    ...(webhook ? { webhookSecret: webhook.secret } : {}),
   };
   for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
 }
 
-/** Removes the stack (its state and stacks/local/Pulumi.<stack>.yaml), then the environment's processes and files. */
-async function removeStack(env: PulumiEnv, stack: string): Promise<void> {
+/** Removes the stack (its state and the project's Pulumi.<stack>.yaml), then the environment's processes and files. */
+async function removeStack(env: PulumiEnv, stack: string, projectDir: string): Promise<void> {
   await env
-    .run(['stack', 'rm', '--yes', '--force', '--stack', stack], { cwd: STACK_DIR, stack })
+    .run(['stack', 'rm', '--yes', '--force', '--stack', stack], { cwd: projectDir, stack })
     .catch(() => undefined);
   await env.cleanup();
 }

@@ -21,7 +21,7 @@ export async function createBatonControllerEnv(o: {
   const side = await startBatonControllerSide({
     ...o,
     profileDir: BATON_CONTROLLER_PROFILE,
-    writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-e2e' }),
+    writeAuditKeys: (paths) => writeSigningKeyPair(paths),
   });
   return { ...side, loaded: loadHandoffPlan(side.planPath) };
 }

@@ -65,7 +65,7 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
         kubeconfigPath,
         clusterName: cluster.name,
         profileDir: BATON_CONTROLLER_PROFILE,
-        writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-e2e' }),
+        writeAuditKeys: (paths) => writeSigningKeyPair(paths),
       });
       env = { ...side, loaded: loadHandoffPlan(side.planPath) };
       stopSide = (keepFiles) => side.stop({ keepFiles });

@@ -8,14 +8,18 @@ export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 // Base64 is checked when it is decoded (strictly, in code): a regex here would scan every payload twice.
 const Base64 = z.string().max(1_048_576);
 
-/** A DSSE v1 JSON envelope: the payload, its type, and one or more signatures over PAE(type, payload). */
+/**
+ * A DSSE v1 JSON envelope: the payload, its type, and one or more signatures over PAE(type, payload). Unknown fields
+ * (in the envelope and in a signature) are kept and ignored: the DSSE protocol says consumers MUST ignore them, and
+ * only the payload is signed.
+ */
 export const DsseEnvelopeSchema = z
-  .strictObject({
+  .looseObject({
     payload: Base64.describe('base64 of the serialized body (here: an in-toto Statement v1)'),
     payloadType: z.string().min(1).describe('media type of the payload'),
     signatures: z
       .array(
-        z.strictObject({
+        z.looseObject({
           keyid: z.string().describe('unauthenticated hint: name+hash of the signing key'),
           sig: Base64.describe('base64 Ed25519 signature over PAE(payloadType, payload)'),
         }),

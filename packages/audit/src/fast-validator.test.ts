@@ -108,8 +108,14 @@ describe('fast validator', () => {
   test('a schema with transforms or defaults is not compiled (zod only)', () => {
     expect(compileValidator(z.object({ a: z.string().default('x') }))).toBeUndefined();
     expect(compileValidator(z.string().transform((s) => s.length))).toBeUndefined();
-    expect(compileValidator(z.looseObject({ a: z.string() }))).toBeUndefined();
     expect(compileValidator(z.object({ a: z.string() }))).toBeUndefined();
     expect(compileValidator(z.strictObject({ a: z.string() }))).toBeDefined();
+  });
+
+  test('a loose object (a DSSE envelope) is compiled and keeps unknown keys; a strict one refuses them', () => {
+    const loose = compileValidator(z.looseObject({ a: z.string() }))!;
+    expect(loose({ a: 'x', extra: 1 })).toBe(true);
+    expect(loose({ extra: 1 })).toBe(false);
+    expect(compileValidator(z.strictObject({ a: z.string() }))!({ a: 'x', extra: 1 })).toBe(false);
   });
 });

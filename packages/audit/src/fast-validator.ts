@@ -154,15 +154,18 @@ class Generator {
   }
 
   private objectLines(def: ZodDef): string[] | undefined {
-    // Only strict objects: z.object() strips unknown keys, so its output would differ from its input.
-    if (def.catchall?._zod.def.type !== 'never') return undefined;
+    // Strict objects refuse unknown keys; loose ones (z.looseObject) keep them, so input and output are the same
+    // either way. z.object() strips them (its output differs from its input): left to zod.
+    const catchall = def.catchall?._zod.def.type;
+    if (catchall !== 'never' && catchall !== 'unknown') return undefined;
     const lines = [`if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;`];
     for (const [key, field] of Object.entries(def.shape ?? {})) {
       const f = this.node(field);
       if (!f) return undefined;
       lines.push(`if (!${f}(v[${JSON.stringify(key)}])) return false;`);
     }
-    lines.push(`for (const k in v) if (!${this.ref(new Set(Object.keys(def.shape ?? {})))}.has(k)) return false;`);
+    if (catchall === 'never')
+      lines.push(`for (const k in v) if (!${this.ref(new Set(Object.keys(def.shape ?? {})))}.has(k)) return false;`);
     return lines;
   }
 

@@ -167,6 +167,21 @@ describe('checking one entry', () => {
     expect(check).toEqual({ index: 4, recordedMs: Date.parse(RECORDED), problem: undefined });
   });
 
+  test('an envelope with fields DSSE does not define still verifies (consumers MUST ignore unknown fields)', () => {
+    const l = edit(line(handedOff!, 2), (entry) => {
+      const env = entry.data as { signatures: Record<string, unknown>[] } & Record<string, unknown>;
+      env.x_vendor = { note: 'added by another producer' };
+      env.signatures[0]!.cert = 'unused';
+    });
+    expect(checkEntry(l, keys).problem).toBeUndefined();
+    // The signature still covers the payload: a changed payload fails whatever else the envelope holds.
+    const forged = edit(l, (entry) => {
+      const env = entry.data as { payload: string };
+      env.payload = Buffer.from('{}').toString('base64');
+    });
+    expect(checkEntry(forged, keys).problem).toBeDefined();
+  });
+
   test('an entry dual-signed during key rotation verifies with either key trusted', () => {
     const l = line(handedOff!, 0, [other, key]);
     expect(checkEntry(l, keys).problem).toBeUndefined();

@@ -108,6 +108,13 @@ export const CredentialSchema = z.strictObject({
     .nonnegative()
     .optional()
     .describe('seconds from issuedAt until admission denied every write by the credential (the push was over)'),
+  privilegeWindowSeconds: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe(
+      'seconds from issuedAt until the credential, asking as itself, was denied every read and write of the plan (its bindings deleted after the push); absent in events written before baton recorded it',
+    ),
 });
 
 /** The admission-level confinement of the bootstrap identity to the plan. */

@@ -32,23 +32,23 @@ export async function writeSigningKeyFile(path: string, key: SigningKey): Promis
 }
 
 /**
- * Generates a signing key named `name`, writes it to `signingKeyPath` (0600, never overwritten) and a trusted-keys
- * file for `origin` that verifies it to `keysPath`: a fresh, self-contained signer (demo, test bed).
+ * Generates a signing key, writes it to `signingKeyPath` (0600, never overwritten) and a trusted-keys file for
+ * `origin` that verifies it to `keysPath`: a fresh, self-contained signer (demo, test bed). The key is named for the
+ * origin, as C2SP tlog-checkpoint says a log's key SHOULD be.
  * @throws {ConfigError} when the key file exists or cannot be created.
  */
 export async function writeSigningKeyPair(o: {
   readonly signingKeyPath: string;
   readonly keysPath: string;
-  readonly name: string;
+  /** The key's name. @default the origin (C2SP tlog-checkpoint: a log's key name SHOULD be its origin) */
+  readonly name?: string;
   /** @default 'baton.dev/handoff' */
   readonly origin?: string;
 }): Promise<void> {
-  const key = generateSigningKey(o.name);
+  const origin = o.origin ?? 'baton.dev/handoff';
+  const key = generateSigningKey(o.name ?? origin);
   await writeSigningKeyFile(o.signingKeyPath, key);
-  await writeFile(
-    o.keysPath,
-    formatTrustedKeys({ origin: o.origin ?? 'baton.dev/handoff', keys: [{ key: key.verifierKey }] }),
-  );
+  await writeFile(o.keysPath, formatTrustedKeys({ origin, keys: [{ key: key.verifierKey }] }));
 }
 
 /**

@@ -1,23 +1,15 @@
 #!/usr/bin/env node
-// Runs the built CLI when it exists; otherwise runs it from source through tsx and the @baton/source condition.
-import { spawn } from 'node:child_process';
+// The installed `baton`: compiled code only. From the repository, `pnpm build` writes dist; `pnpm baton …` at the
+// root runs the sources instead.
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const root = dirname(dirname(fileURLToPath(import.meta.url)));
-const built = join(root, 'dist', 'main.js');
-if (existsSync(built)) {
-  const { run } = await import(built);
-  process.exitCode = await run(process.argv.slice(2));
-} else {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@baton/source', '--import', 'tsx', join(root, 'src', 'main.ts'), ...process.argv.slice(2)],
-    { stdio: 'inherit' },
+const built = new URL('../dist/main.js', import.meta.url);
+if (!existsSync(built)) {
+  process.stderr.write(
+    `baton: ${built.pathname} is missing: this copy of @baton/cli was not built; run \`pnpm build\` in the repository, or \`pnpm baton …\` from its root to run the sources\n`,
   );
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-  child.on('exit', (code, signal) => {
-    process.exitCode = code ?? (signal ? 128 : 1);
-  });
+  process.exitCode = 1;
+} else {
+  const { run } = await import(built.href);
+  process.exitCode = await run(process.argv.slice(2));
 }

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import type { CommanderError } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
 import { buildProgram, NOUNS } from './main.js';
 
@@ -17,5 +19,21 @@ describe('baton program', () => {
     const up = program.commands.find((c) => c.name() === 'up');
     expect(audit?.commands.length).toBeGreaterThan(0);
     expect(up?.options.length).toBe(0);
+  });
+});
+
+describe('baton --version', () => {
+  it("prints @baton/cli's version from its package.json and exits 0", async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    let printed = '';
+    const program = await buildProgram(['--version']);
+    program.configureOutput({ writeOut: (s) => (printed += s) });
+    const exit = await program.parseAsync(['--version'], { from: 'user' }).then(
+      () => undefined,
+      (err: CommanderError) => err.exitCode,
+    );
+    expect(exit).toBe(0);
+    expect(printed).toBe(`${pkg.version}\n`);
+    expect(pkg.version).toMatch(/^\d+\.\d+\.\d+/);
   });
 });

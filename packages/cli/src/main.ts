@@ -1,7 +1,8 @@
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError } from '@commander-js/extra-typings';
+import { loadTestenvCommand } from './testenv/load.js';
 
 /** Exit codes: 0 ok; 1 failed; 2 usage or config error; 3 partial fleet failure. */
 export const ExitCode = { ok: 0, failed: 1, usage: 2, partial: 3 } as const;
@@ -14,7 +15,18 @@ export const ExitCode = { ok: 0, failed: 1, usage: 2, partial: 3 } as const;
 export const NOUNS = {
   testenv: {
     summary: 'start, list and stop real local Kubernetes control planes (built from Go modules)',
-    load: async () => (await import('./testenv/command.js')).testenvCommand(),
+    // Lives in @baton/testenv, which the CLI does not depend on at run time: a clear error names it when missing.
+    load: () => loadTestenvCommand(),
+  },
+  init: {
+    summary:
+      'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
+    load: async () => (await import('./init/command.js')).initCommand(),
+  },
+  plan: {
+    summary:
+      'show what baton up would push (objects, plan digest, credential rules, confinement) and, with a cluster, the server-side dry run and preflight, writing nothing',
+    load: async () => (await import('./plan/command.js')).planCommand(),
   },
   audit: {
     summary: 'review, verify and prove the signed, tamper-evident handoff audit log',
@@ -42,6 +54,15 @@ export const NOUNS = {
 } as const satisfies Record<string, { summary: string; load: () => Promise<Parameters<Command['addCommand']>[0]> }>;
 
 /**
+ * The version of `@baton/cli` that runs, from its package.json (one directory above both `src/` and `dist/`).
+ * @throws when the package.json beside the code cannot be read (a broken install).
+ */
+export function cliVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/**
  * Builds the `baton` program for `argv`: the noun named in it (or in `help <noun>`) is loaded in full, the others
  * appear in help by their summary. `argv` undefined loads every noun.
  */
@@ -50,6 +71,7 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
     .description(
       'hand a new Kubernetes cluster from push to pull, with a scoped, revoked and proven bootstrap credential',
     )
+    .version(cliVersion(), '-V, --version', "print baton's version")
     .showHelpAfterError()
     .exitOverride();
   const wanted = argv?.[0] === 'help' ? argv[1] : argv?.[0];

@@ -23,3 +23,19 @@ export function createFakeClock(start = new Date('2026-01-01T00:00:00Z')): FakeC
     },
   };
 }
+
+/**
+ * A {@link FakeClock} whose sleeps first let everything already answered settle (one macrotask), then advance: a
+ * deadline (`withDeadline`) loses to a scripted API call that answers and wins over one that hangs, as on the real
+ * clock, while time still moves only by the test.
+ */
+export function createSettlingFakeClock(start?: Date): FakeClock {
+  const clock = createFakeClock(start);
+  return {
+    ...clock,
+    sleep: async (ms, signal) => {
+      await new Promise((r) => setImmediate(r));
+      await clock.sleep(ms, signal);
+    },
+  };
+}

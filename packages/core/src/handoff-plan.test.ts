@@ -67,3 +67,59 @@ describe('handoff plan', () => {
     expect(onDisk).toEqual(handoffPlanJsonSchema());
   });
 });
+
+describe('the controller block from the profile', () => {
+  const profileDir = fileURLToPath(new URL('../../../bootstrap-manifests/flux', import.meta.url));
+  const bare = {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: { name: 'c' },
+    push: { credential: 'bootstrap-token', profile: 'flux', manifests: './push' },
+    pull: { credential: { fromFile: './pull.yaml' }, source: { url: 'http://git.example/c.git' } },
+    takeover: { profile: profileDir },
+    audit: { logPath: './a.log', signingKeyPath: './a.key' },
+  };
+
+  it('fills an omitted block and pull Secret from the profile, and lets the plan override any field', () => {
+    const { plan } = parseHandoffPlan(bare, 'p.yaml');
+    expect(plan.controller).toEqual({
+      name: 'kustomize-controller',
+      namespace: 'flux-system',
+      serviceAccount: 'kustomize-controller',
+      fieldManager: 'kustomize-controller',
+      privilege: 'scoped',
+      status: {
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        namespace: 'flux-system',
+        name: 'flux-system',
+        revisionPath: 'status.lastAppliedRevision',
+      },
+    });
+    expect(plan.pull.credential.secretName).toBe('flux-system');
+    const over = parseHandoffPlan(
+      {
+        ...bare,
+        controller: { name: 'other', status: { name: 'apps' } },
+        pull: { ...bare.pull, credential: { secretName: 'git', fromFile: './pull.yaml' } },
+      },
+      'p.yaml',
+    ).plan;
+    expect(over.controller.name).toBe('other');
+    expect(over.controller.serviceAccount).toBe('kustomize-controller');
+    expect(over.controller.status).toMatchObject({ kind: 'Kustomization', name: 'apps' });
+    expect(over.pull.credential.secretName).toBe('git');
+  });
+
+  it('names the missing field and where to set it when no profile gives the block', () => {
+    const { takeover: _t, ...noProfile } = bare;
+    expect(() => parseHandoffPlan(noProfile, 'p.yaml')).toThrow(ConfigError);
+    expect(() => parseHandoffPlan(noProfile, 'p.yaml')).toThrow(
+      /^p\.yaml: invalid handoff plan: controller\.name is missing and no controller profile gives it .*set controller\.name in the plan/,
+    );
+    const block = { name: 'c', namespace: 'n', serviceAccount: 's', status: { name: 'st' } };
+    expect(() => parseHandoffPlan({ ...noProfile, controller: block }, 'p.yaml')).toThrow(
+      /pull\.credential\.secretName is missing/,
+    );
+  });
+});

@@ -4,6 +4,7 @@ import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
+import { findProfile, type LoadedProfile, loadProfile } from './profile.js';
 
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a lowercase DNS name');
 
@@ -19,19 +20,44 @@ export const PullSourceSchema = z.strictObject({
     .describe('commit the controller must reconcile; resolved from `ref` with `git ls-remote` when absent'),
 });
 
-/** Where the controller reports the revision it applied. */
+/** Where the controller reports the revision it applied. Every field a plan omits comes from the profile. */
 export const ControllerStatusSchema = z.strictObject({
-  apiVersion: z.string().default('v1'),
-  kind: z.string().default('ConfigMap'),
+  apiVersion: z.string().optional().describe("@default the profile's revision object, else v1"),
+  kind: z.string().optional().describe("@default the profile's revision object, else ConfigMap"),
   namespace: Name.optional().describe('@default the controller namespace'),
-  name: Name,
+  name: Name.optional().describe("@default the profile's revision object"),
   revisionPath: z
     .string()
-    .default('data.revision')
+    .optional()
     .describe(
-      'dotted path of the applied revision (Flux: status.lastAppliedRevision); a value ending in the commit (Flux: main@sha1:<commit>) matches',
+      "dotted path of the applied revision (Flux: status.lastAppliedRevision); a value ending in the commit (Flux: main@sha1:<commit>) matches; @default the profile's revision path, else data.revision",
     ),
 });
+
+/**
+ * The controller that takes over. Every field is optional in a plan: what it omits comes from the profile's
+ * `controller` block and `revision` rule (`rules/profile.yaml` of push.manifests, or takeover.profile).
+ */
+export const ControllerSchema = z
+  .strictObject({
+    name: Name.optional().describe("the controller Deployment; @default the profile's controller.name"),
+    namespace: Name.optional().describe("@default the profile's namespace"),
+    serviceAccount: Name.optional().describe("@default the profile's controller.serviceAccount"),
+    fieldManager: z
+      .string()
+      .optional()
+      .describe(
+        "field manager the controller applies with; @default the profile's first fieldManager, else baton-controller",
+      ),
+    status: ControllerStatusSchema.optional(),
+    privilege: z
+      .enum(['scoped', 'cluster-admin'])
+      .optional()
+      .describe(
+        'what the controller may apply from Git: only the roles the install declares (scoped), or cluster-admin (Flux’s upstream choice); cluster-admin lets the set bind the controller’s ServiceAccounts to it, and the audit event records the choice; @default scoped',
+      ),
+  })
+  .describe('the controller that takes over; @default the profile’s controller block');
 
 /**
  * A handoff plan: the cluster, the push (what is installed, with which credential), the pull (which controller
@@ -88,31 +114,25 @@ export const HandoffPlanSchema = z
     pull: z.strictObject({
       credential: z
         .strictObject({
-          secretName: Name.describe(
-            'Secret holding the read-only Git credential: in the manifest set, or made from fromFile',
+          secretName: Name.optional().describe(
+            "Secret holding the read-only Git credential: in the manifest set, or made from fromFile; @default the profile's controller.pullSecret",
           ),
           fromFile: z
             .string()
             .min(1)
             .optional()
             .describe('YAML map of key: value (relative to the plan); never logged'),
+          labels: z
+            .record(z.string(), z.string())
+            .optional()
+            .describe(
+              'labels of the Secret made from fromFile, e.g. Argo CD’s `argocd.argoproj.io/secret-type: repository`',
+            ),
         })
         .describe('the pull credential: must differ from the push credential'),
       source: PullSourceSchema,
     }),
-    controller: z.strictObject({
-      name: Name.describe('the controller Deployment'),
-      namespace: Name,
-      serviceAccount: Name,
-      fieldManager: z.string().default('baton-controller').describe('field manager the controller applies with'),
-      status: ControllerStatusSchema,
-      privilege: z
-        .enum(['scoped', 'cluster-admin'])
-        .default('scoped')
-        .describe(
-          'what the controller may apply from Git: only the roles the install declares (scoped), or cluster-admin (Flux’s upstream choice); cluster-admin lets the set bind the controller’s ServiceAccounts to it, and the audit event records the choice',
-        ),
-    }),
+    controller: ControllerSchema.optional(),
     takeover: z
       .strictObject({
         timeoutSeconds: z.number().positive().default(300),
@@ -136,15 +156,35 @@ export const HandoffPlanSchema = z
     }),
     journalDir: z.string().default('.baton/journal').describe('local step journal (relative to the plan)'),
   })
-  .refine((p) => p.push.fieldManager !== p.controller.fieldManager, {
-    message:
-      'push.fieldManager and controller.fieldManager must differ: the takeover is proven by the controller owning what the push wrote, which a shared name would fake',
-    path: ['controller', 'fieldManager'],
-  })
   .describe('baton handoff plan');
 
-/** A validated handoff plan with defaults applied. */
-export type HandoffPlan = z.infer<typeof HandoffPlanSchema>;
+type ParsedPlan = z.infer<typeof HandoffPlanSchema>;
+
+/** The controller block of a validated plan: the plan's fields over the profile's. */
+export interface ResolvedController {
+  /** The controller Deployment. */
+  readonly name: string;
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** Field manager the controller applies with. */
+  readonly fieldManager: string;
+  readonly status: {
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly namespace?: string;
+    readonly name: string;
+    readonly revisionPath: string;
+  };
+  readonly privilege: 'scoped' | 'cluster-admin';
+}
+
+/** A validated handoff plan with defaults applied, its controller block filled from the profile. */
+export type HandoffPlan = Omit<ParsedPlan, 'controller' | 'pull'> & {
+  readonly controller: ResolvedController;
+  readonly pull: Omit<ParsedPlan['pull'], 'credential'> & {
+    readonly credential: ParsedPlan['pull']['credential'] & { readonly secretName: string };
+  };
+};
 /** A handoff plan as written (defaults optional). */
 export type HandoffPlanInput = z.input<typeof HandoffPlanSchema>;
 
@@ -171,6 +211,10 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
   }
   const p = r.data;
   const abs = (x: string) => (isAbsolute(x) ? x : resolve(baseDir, x));
+  const manifests = abs(p.push.manifests);
+  const takeover = { ...p.takeover, ...(p.takeover.profile ? { profile: abs(p.takeover.profile) } : {}) };
+  const profile = takeover.profile ? loadProfile(takeover.profile) : findProfile(manifests);
+  const controller = resolveController(p, profile, file);
   return {
     file,
     plan: {
@@ -178,21 +222,83 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
       cluster: { ...p.cluster, ...(p.cluster.kubeconfig ? { kubeconfig: abs(p.cluster.kubeconfig) } : {}) },
       push: {
         ...p.push,
-        manifests: abs(p.push.manifests),
+        manifests,
         secrets: p.push.secrets.map((x) => ({ ...x, fromFile: abs(x.fromFile) })),
       },
       pull: {
         ...p.pull,
         credential: {
           ...p.pull.credential,
+          secretName: required(p.pull.credential.secretName, profile?.profile.controller?.pullSecret, {
+            file,
+            field: 'pull.credential.secretName',
+            profileField: 'controller.pullSecret',
+          }),
           ...(p.pull.credential.fromFile ? { fromFile: abs(p.pull.credential.fromFile) } : {}),
         },
       },
-      takeover: { ...p.takeover, ...(p.takeover.profile ? { profile: abs(p.takeover.profile) } : {}) },
+      controller,
+      takeover,
       audit: { ...p.audit, logPath: abs(p.audit.logPath), signingKeyPath: abs(p.audit.signingKeyPath) },
       journalDir: abs(p.journalDir),
     },
   };
+}
+
+/**
+ * The plan's controller block over the profile's: the profile gives the namespace, the controller block, the
+ * revision object (status) and the field manager; a plan field overrides each one.
+ * @throws {ConfigError} naming the field when neither gives it, or when the field managers clash.
+ */
+function resolveController(p: ParsedPlan, loaded: LoadedProfile | undefined, file: string): ResolvedController {
+  const c = p.controller ?? {};
+  const profile = loaded?.profile;
+  const need = (value: string | undefined, fallback: string | undefined, field: string, profileField: string) =>
+    required(value, fallback, { file, field: `controller.${field}`, profileField });
+  const rev = profile?.revision;
+  const st = c.status ?? {};
+  const statusNamespace = st.namespace ?? rev?.object.namespace;
+  const resolved: ResolvedController = {
+    name: need(c.name, profile?.controller?.name, 'name', 'controller.name'),
+    namespace: need(c.namespace, profile?.namespace, 'namespace', 'namespace'),
+    serviceAccount: need(
+      c.serviceAccount,
+      profile?.controller?.serviceAccount,
+      'serviceAccount',
+      'controller.serviceAccount',
+    ),
+    fieldManager: c.fieldManager ?? profile?.fieldManagers[0] ?? 'baton-controller',
+    status: {
+      apiVersion: st.apiVersion ?? rev?.object.apiVersion ?? 'v1',
+      kind: st.kind ?? rev?.object.kind ?? 'ConfigMap',
+      ...(statusNamespace !== undefined ? { namespace: statusNamespace } : {}),
+      name: need(st.name, rev?.object.name, 'status.name', 'revision.object.name'),
+      revisionPath: st.revisionPath ?? rev?.path ?? 'data.revision',
+    },
+    privilege: c.privilege ?? 'scoped',
+  };
+  if (resolved.fieldManager === p.push.fieldManager)
+    throw new ConfigError(
+      `${file}: invalid handoff plan: push.fieldManager and controller.fieldManager must differ (both are ${resolved.fieldManager}): the takeover is proven by the controller owning what the push wrote, which a shared name would fake; set controller.fieldManager to the controller's own field manager`,
+      {
+        details: { file, issues: [{ path: 'controller.fieldManager', message: 'must differ from push.fieldManager' }] },
+      },
+    );
+  return resolved;
+}
+
+/** `value`, else the profile's `fallback`; neither is a ConfigError saying where to set it. */
+function required(
+  value: string | undefined,
+  fallback: string | undefined,
+  at: { readonly file: string; readonly field: string; readonly profileField: string },
+): string {
+  const v = value ?? fallback;
+  if (v !== undefined) return v;
+  throw new ConfigError(
+    `${at.file}: invalid handoff plan: ${at.field} is missing and no controller profile gives it (${at.profileField} of rules/profile.yaml in push.manifests, or of takeover.profile); set ${at.field} in the plan or push a profile that has it`,
+    { details: { file: at.file, issues: [{ path: at.field, message: 'missing, and no profile gives it' }] } },
+  );
 }
 
 /**

@@ -2,14 +2,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { KubeClients } from '@baton/kube';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeClock } from './fake-clock.js';
+import { fakeHandoffDeps } from './handoff/fake-deps.js';
 import { HandoffRun } from './handoff/run.js';
 import type { HandoffDeps, HandoffSummary } from './handoff/types.js';
 import { driveHandoff, type HandoffSteps } from './handoff.js';
 import { loadHandoffPlan } from './handoff-plan.js';
-import { silentLogger } from './logger.js';
 
 // The driver's guarantees, on a fake clock with steps that only say what they did: whatever ends the pushing part,
 // revoke runs before prove and prove before record; the lock is released and the run journaled finished once.
@@ -28,18 +27,14 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
   const { plan } = loadHandoffPlan(fixture);
   const calls: string[] = [];
   const done: string[] = [];
-  const deps: HandoffDeps = {
-    onStepDone: (step, _ms, fact) => done.push(fact ? `${step}: ${fact}` : step),
-    operator: { server: 'https://127.0.0.1:1' } as KubeClients,
-    clock: createFakeClock(),
-    log: silentLogger(),
-    audit: { append: async () => Promise.reject(new Error('not used')) },
-    actor: { user: 't', host: 'h', pid: 1, via: 'cli' },
-    newRunId: () => 'r1',
-    isPidAlive: () => true,
-    resolveRevision: async () => 'a'.repeat(40),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  };
+  const deps: HandoffDeps = fakeHandoffDeps(
+    {},
+    {
+      onStepDone: (step, _ms, fact) => done.push(fact ? `${step}: ${fact}` : step),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    },
+    createFakeClock(),
+  );
   const run = new HandoffRun({ ...plan, journalDir }, deps);
   const step = (name: StepName, enter?: 'enter' | 'enterSafely') => async (r: HandoffRun) => {
     if (opts.readOnlyJournalAt === name) {

@@ -1,6 +1,8 @@
 // The public API of @baton/core. Everything else is internal.
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
 export { openAuditSink } from './audit-sink.js';
+export type { ClusterPlanCheck, DryRunResult } from './check-plan.js';
+export { checkPlanOnCluster } from './check-plan.js';
 export type { Clock, PollOptions } from './clock.js';
 export { pollUntil, retryUntil, systemClock, withDeadline } from './clock.js';
 export type { GitAuth } from './git-revision.js';

@@ -30,6 +30,19 @@ describe('validateManifestSet', () => {
     expect(set.objects.find((m) => m.object.kind === 'Deployment')?.line).toBe(1);
   });
 
+  it('digests the set canonically (RFC 8785): the same objects with their keys in another order give the same digest', () => {
+    const objects = readManifestDir(plan.push.manifests);
+    const reversed = objects.map((m) => ({ ...m, object: reverseKeys(m.object) as typeof m.object }));
+    expect(JSON.stringify(reversed[0]!.object)).not.toBe(JSON.stringify(objects[0]!.object));
+    const digest = validateManifestSet(objects, plan).digest;
+    expect(validateManifestSet(reversed, plan).digest).toBe(digest);
+    // A changed value still changes it.
+    const changed = objects.map((m) =>
+      m.object.kind === 'ConfigMap' ? { ...m, object: { ...m.object, data: { other: 'x' } } } : m,
+    );
+    expect(validateManifestSet(changed, plan).digest).not.toBe(digest);
+  });
+
   it('refuses a Pod, a cluster-admin binding for a foreign subject and a workload in another namespace, naming file, object and rule', () => {
     const good = readManifestDir(plan.push.manifests);
     const bad = readManifestDir(`${fixtures}refused`);
@@ -161,6 +174,55 @@ describe('validateManifestSet: the pull side’s privilege, Services and the pro
   });
 });
 
+describe('validateManifestSet: a StatefulSet controller (Argo CD)', () => {
+  const asStatefulSet = (image: string) =>
+    readManifestDir(plan.push.manifests).map((m) =>
+      m.object.kind === 'Deployment'
+        ? {
+            ...m,
+            object: {
+              ...m.object,
+              kind: 'StatefulSet',
+              spec: { serviceName: 'x', template: { spec: { containers: [{ name: 'c', image }] } } },
+            },
+          }
+        : m,
+    );
+  const profileFile = (extra: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'profile-')), 'profile.yaml');
+    writeFileSync(
+      file,
+      [
+        `name: ${plan.push.profile}`,
+        `namespace: ${plan.controller.namespace}`,
+        'revision: { object: { apiVersion: v1, kind: ConfigMap, name: status }, path: data.revision }',
+        extra,
+      ].join('\n'),
+    );
+    return loadProfile(file);
+  };
+
+  it('takes the controller from its StatefulSet, applied after the Deployments', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const set = validateManifestSet(asStatefulSet(`quay.io/x/controller:v1.2.3@${digest}`), plan);
+    expect(set.controllerImage).toEqual({ image: 'quay.io/x/controller:v1.2.3', digest });
+    expect(set.objects.at(-1)?.object.kind).toBe('StatefulSet');
+  });
+
+  it('accepts an exact release tag only where the profile says upstream publishes no digest', () => {
+    const objs = asStatefulSet('quay.io/x/controller:v3.6.1');
+    expect(() => validateManifestSet(objs, plan, undefined, profileFile(''))).toThrow(/not pinned by digest/);
+    const pinnedByTag = profileFile('imagePinnedByTag: upstream pins by tag only');
+    expect(validateManifestSet(objs, plan, undefined, pinnedByTag).controllerImage).toEqual({
+      image: 'quay.io/x/controller:v3.6.1',
+      digest: '',
+    });
+    expect(() =>
+      validateManifestSet(asStatefulSet('quay.io/x/controller:latest'), plan, undefined, pinnedByTag),
+    ).toThrow(/an exact release tag <image>:vX\.Y\.Z/);
+  });
+});
+
 describe('planSecrets', () => {
   it('turns the plan-declared secret files into push-only Secrets, never echoing their content in errors', () => {
     const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
@@ -189,4 +251,25 @@ describe('planSecrets', () => {
     expect(set.pushOnly).toEqual(['Secret/gitops-system/gitops-pull-credential']);
     expect(JSON.stringify(set.digest)).not.toContain('s3cr3t');
   });
+
+  it('labels the pull credential as the plan says (Argo CD finds repository credentials by label)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
+    writeFileSync(join(dir, 'pull.yaml'), 'url: https://git.example/x.git\npassword: s3cr3t-value\n');
+    const labels = { 'argocd.argoproj.io/secret-type': 'repository' };
+    const [pull] = planSecrets({
+      ...plan,
+      pull: { ...plan.pull, credential: { secretName: 'repo', fromFile: join(dir, 'pull.yaml'), labels } },
+    });
+    expect(pull?.object.metadata).toEqual({ name: 'repo', labels });
+  });
 });
+
+function reverseKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(reverseKeys);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .reverse()
+      .map(([k, x]) => [k, reverseKeys(x)]),
+  );
+}

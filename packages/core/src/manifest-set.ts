@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube';
 import { LineCounter, parse, parseAllDocuments } from 'yaml';
+import { canonicalJson } from './canonical-json.js';
 import type { HandoffPlan } from './handoff-plan.js';
 import { findProfile, type LoadedProfile, loadProfile, pushOnlyReason } from './profile.js';
 
@@ -83,6 +84,7 @@ export const APPLY_ORDER: readonly string[] = [
   'ConfigMap',
   'Service',
   'Deployment',
+  'StatefulSet',
 ];
 
 /**
@@ -115,7 +117,7 @@ export function validateManifestSet(
   const set = new DeclaredObjects(objects);
   checkInstallRules(objects, set, plan, violations);
   checkRequiredObjects(set, plan, violations);
-  const controllerImage = controllerImageOf(objects, plan, violations);
+  const controllerImage = controllerImageOf(objects, plan, violations, profile);
   if (profile) checkProfile(profile, plan, violations);
   if (violations.problems.length > 0) {
     const { problems } = violations;
@@ -340,41 +342,54 @@ function checkRequiredObjects(set: DeclaredObjects, plan: HandoffPlan, violation
   }
 }
 
-/** The controller Deployment's image, which must be pinned by digest so the audit record names what ran. */
+/**
+ * The controller workload's image (its Deployment or StatefulSet), which must be pinned by digest so the audit record
+ * names what ran; or, where the profile says upstream publishes no digest (`imagePinnedByTag`), by an exact release
+ * tag (`:vX.Y.Z`), recorded with an empty digest.
+ */
 function controllerImageOf(
   objects: readonly ManifestObject[],
   plan: HandoffPlan,
   violations: Violations,
+  profile?: LoadedProfile,
 ): ManifestSet['controllerImage'] {
   const none = { image: '', digest: '' };
-  const dep = objects.find((m) => m.object.kind === 'Deployment' && m.object.metadata.name === plan.controller.name);
-  if (!dep) {
+  const workload = objects.find(
+    (m) =>
+      (m.object.kind === 'Deployment' || m.object.kind === 'StatefulSet') &&
+      m.object.metadata.name === plan.controller.name,
+  );
+  if (!workload) {
     violations.add(
-      `the manifest set has no Deployment ${plan.controller.namespace}/${plan.controller.name} (controller.name); add the controller`,
+      `the manifest set has no Deployment or StatefulSet ${plan.controller.namespace}/${plan.controller.name} (controller.name); add the controller`,
     );
     return none;
   }
   const image =
-    ((dep.object as { spec?: { template?: { spec?: { containers?: { image?: string }[] } } } }).spec?.template?.spec
-      ?.containers ?? [])[0]?.image ?? '';
+    ((workload.object as { spec?: { template?: { spec?: { containers?: { image?: string }[] } } } }).spec?.template
+      ?.spec?.containers ?? [])[0]?.image ?? '';
   const at = image.indexOf('@sha256:');
-  if (at < 0 || !/^sha256:[0-9a-f]{64}$/.test(image.slice(at + 1))) {
-    violations.refuse(
-      dep,
-      `runs image "${image}", which is not pinned by digest; use <image>@sha256:<64 hex digits> so the audit record names what ran`,
-    );
-    return none;
-  }
-  return { image: image.slice(0, at), digest: image.slice(at + 1) };
+  if (at >= 0 && /^sha256:[0-9a-f]{64}$/.test(image.slice(at + 1)))
+    return { image: image.slice(0, at), digest: image.slice(at + 1) };
+  if (profile?.profile.imagePinnedByTag && /^[^@\s]+:v\d+\.\d+\.\d+$/.test(image)) return { image, digest: '' };
+  violations.refuse(
+    workload,
+    `runs image "${image}", which is not pinned by digest; use <image>@sha256:<64 hex digits> so the audit record names what ran${profile?.profile.imagePinnedByTag ? ' (or, as the profile allows, an exact release tag <image>:vX.Y.Z)' : ''}`,
+  );
+  return none;
 }
 
-/** `sha256:` over the canonical JSON of the objects in apply order. */
+/**
+ * `sha256:` over the RFC 8785 canonical JSON (JCS) of the objects in apply order: the same objects give the same
+ * digest whatever the key order of their YAML. (Before issue 18 it hashed JSON.stringify in YAML key order; events
+ * recorded then keep their digest as a signed value: verification checks signatures and the log, never recomputes it.)
+ */
 function setDigest(ordered: readonly ManifestObject[]): string {
   // Secret values never enter the digest (a hash of a short password can be guessed offline): keys only.
   const digestable = ordered.map((m) =>
     m.object.kind === 'Secret' ? { ...m.object, data: secretKeys(m.object), stringData: undefined } : m.object,
   );
-  return `sha256:${createHash('sha256').update(JSON.stringify(digestable)).digest('hex')}`;
+  return `sha256:${createHash('sha256').update(canonicalJson(digestable)).digest('hex')}`;
 }
 
 // Custom kinds (the controller's source object) come after the built-in ones: their CRD must exist first.
@@ -401,6 +416,7 @@ export function planSecrets(plan: HandoffPlan): ManifestObject[] {
             name: plan.pull.credential.secretName,
             fromFile: plan.pull.credential.fromFile,
             field: 'pull.credential.fromFile',
+            labels: plan.pull.credential.labels,
           },
         ]
       : []),
@@ -424,7 +440,7 @@ export function planSecrets(plan: HandoffPlan): ManifestObject[] {
     const object: KubeObject = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: x.name },
+      metadata: { name: x.name, ...('labels' in x && x.labels ? { labels: x.labels } : {}) },
       type: 'Opaque',
       stringData: data,
     };

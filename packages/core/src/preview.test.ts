@@ -1,7 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { hasWildcard } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
-import { isSupportedKubernetes } from './handoff/preflight.js';
 import { loadHandoffPlan } from './handoff-plan.js';
 import { previewHandoff } from './preview.js';
 
@@ -18,15 +17,5 @@ describe('previewHandoff', () => {
     expect(p.confinement.subject).toBe('system:serviceaccount:baton-system:baton-bootstrap-<run-id>');
     expect(p.confinement.fieldManager).toBe('baton-bootstrap');
     expect(p.confinement.validationCount).toBeGreaterThan(p.objects.length);
-  });
-});
-
-describe('isSupportedKubernetes', () => {
-  it('takes 1.30 and newer (ValidatingAdmissionPolicy v1), refuses older', () => {
-    expect(isSupportedKubernetes('1', '36')).toBe(true);
-    expect(isSupportedKubernetes('1', '30+')).toBe(true);
-    expect(isSupportedKubernetes('1', '29')).toBe(false);
-    expect(isSupportedKubernetes('1', '')).toBe(false);
-    expect(isSupportedKubernetes('2', '0')).toBe(true);
   });
 });

@@ -72,3 +72,34 @@ describe('profile JSON Schema', () => {
     );
   });
 });
+
+describe('revisionRuleGaps: quoting the controller', () => {
+  it('quotes Argo CD’s condition messages and last operation while the rule does not hold, and nothing once it does', () => {
+    const rule = parseProfile(
+      {
+        name: 'argocd',
+        namespace: 'argocd',
+        revision: {
+          object: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: 'argocd', name: 'root' },
+          path: 'status.sync.revision',
+          conditions: [{ path: 'status.sync.status', equals: 'Synced' }],
+          quote: ['status.conditions', 'status.operationState.message'],
+        },
+      },
+      'argocd/rules/profile.yaml',
+    ).revision;
+    const failing = {
+      status: {
+        sync: { status: 'Unknown' },
+        conditions: [{ type: 'ComparisonError', message: 'authentication required: Invalid username or password' }],
+        operationState: { message: 'one or more synchronization tasks are not valid' },
+      },
+    };
+    const { gaps } = revisionRuleGaps(rule, failing, 'c0ffee', 'main');
+    expect(gaps.at(-1)?.message).toBe(
+      'reports: ComparisonError: authentication required: Invalid username or password; one or more synchronization tasks are not valid',
+    );
+    const ok = { status: { sync: { status: 'Synced', revision: 'c0ffee' }, conditions: failing.status.conditions } };
+    expect(revisionRuleGaps(rule, ok, 'c0ffee', 'main').gaps).toEqual([]);
+  });
+});

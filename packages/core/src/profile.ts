@@ -48,6 +48,12 @@ const RevisionRuleSchema = z.strictObject({
     .default('exact')
     .describe('without `format`: the value is the commit (exact) or ends in it (suffix)'),
   conditions: z.array(ConditionRuleSchema).default([]),
+  quote: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'dotted paths whose values are quoted while the rule does not hold, e.g. Argo CD’s `status.conditions` (each as type: message) and `status.operationState.message`',
+    ),
 });
 
 /** Pushed objects the controller does not take over, with why (they are listed as push-only, never waited for). */
@@ -55,6 +61,34 @@ const PushOnlyRuleSchema = z.strictObject({
   kind: z.string().min(1),
   name: z.string().min(1).optional().describe('@default every object of the kind'),
   reason: z.string().min(1),
+});
+
+/**
+ * What a plan's `controller` block (and `pull.credential.secretName`) says of this controller by default. The
+ * namespace is the profile's, the status object its `revision` rule's, the field manager its first `fieldManagers`.
+ */
+/** One field of the push set that names the Git source, rendered by `baton init` from the plan's `pull.source`. */
+const SourceFieldSchema = z.strictObject({
+  kind: z.string().min(1),
+  name: z.string().min(1),
+  field: z.string().min(1).describe('dotted path in the object, e.g. spec.url'),
+  value: z
+    .string()
+    .regex(/\{(url|ref|path)\}/, 'must contain {url}, {ref} or {path}')
+    .describe('what the field becomes: {url}, {ref} and {path} are the plan’s pull.source'),
+});
+
+const ControllerBlockSchema = z.strictObject({
+  name: z.string().min(1).describe('the controller Deployment (a plan’s controller.name)'),
+  serviceAccount: z.string().min(1).describe('its ServiceAccount (a plan’s controller.serviceAccount)'),
+  pullSecret: z
+    .string()
+    .min(1)
+    .describe('the Secret holding the read-only Git credential it pulls with (a plan’s pull.credential.secretName)'),
+  source: z
+    .array(SourceFieldSchema)
+    .default([])
+    .describe('where the push set names the Git source the controller pulls (`baton init` renders these fields)'),
 });
 
 /** A GitOps controller profile: how to tell that it is installed, healthy, and has taken over. */
@@ -76,6 +110,16 @@ export const ProfileSchema = z
       .default([])
       .describe('field managers the controller applies with; the plan’s controller.fieldManager must be one'),
     pushOnly: z.array(PushOnlyRuleSchema).default([]),
+    controller: ControllerBlockSchema.optional().describe(
+      'the plan’s controller block as this profile installs it: a plan may omit it and override any field',
+    ),
+    imagePinnedByTag: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'why the controller image is pinned by an exact release tag instead of a digest (upstream publishes none); absent: a digest is required',
+      ),
   })
   .describe('baton controller profile');
 
@@ -83,6 +127,8 @@ export const ProfileSchema = z
 export type Profile = z.infer<typeof ProfileSchema>;
 /** One revision rule of a profile. */
 export type RevisionRule = Profile['revision'];
+/** One field of the push set that names the Git source. */
+export type SourceField = NonNullable<Profile['controller']>['source'][number];
 /** One condition rule of a revision rule. */
 export type ConditionRule = RevisionRule['conditions'][number];
 
@@ -184,7 +230,20 @@ export function revisionRuleGaps(
     const message = conditionGap(object, c);
     if (message) gaps.push({ rule: 'condition', message });
   }
+  if (gaps.length > 0) {
+    const quoted = rule.quote.flatMap((p) => quotedValues(valueAt(object, p)));
+    if (quoted.length > 0) gaps.push({ rule: 'condition', message: `reports: ${quoted.join('; ')}` });
+  }
   return { observed, gaps };
+}
+
+/** A reported value as quoted text: a condition list as `type: message` each, a string as itself (200 chars). */
+function quotedValues(v: unknown): string[] {
+  if (typeof v === 'string' && v !== '') return [v.slice(0, 200)];
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((c: { type?: unknown; message?: unknown }) =>
+    typeof c?.message === 'string' ? [`${String(c.type ?? '')}: ${c.message.slice(0, 200)}`] : [],
+  );
 }
 
 /** One unmet part of a revision rule. */

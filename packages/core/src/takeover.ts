@@ -1,4 +1,13 @@
-import { deploymentState, describeObject, type KubeClients, type KubeObject, readObject, readPath } from '@baton/kube';
+import {
+  deploymentState,
+  describeObject,
+  type KubeClients,
+  type KubeObject,
+  readObject,
+  readPath,
+  statefulSetState,
+  workloadState,
+} from '@baton/kube';
 import type { HandoffPlan } from './handoff-plan.js';
 import type { ManifestSet } from './manifest-set.js';
 import { type Profile, revisionRuleGaps } from './profile.js';
@@ -43,13 +52,13 @@ export async function checkTakeover(
 ): Promise<TakeoverState> {
   const reasons: string[] = [];
   for (const m of set.objects) {
-    if (m.object.kind !== 'Deployment') continue;
-    const s = await deploymentState(operator, m.object.metadata.namespace ?? '', m.object.metadata.name);
-    if (!s.isAvailable) reasons.push(`${describeObject(m.object)} not Available (${s.reason})`);
+    if (!isWorkload(m.object.kind)) continue;
+    const s = await workloadState(operator, m.object.kind, m.object.metadata.namespace ?? '', m.object.metadata.name);
+    if (!s.isAvailable) reasons.push(`${describeObject(m.object)} not ${readyWord(m.object.kind)} (${s.reason})`);
   }
   if (set.profile) {
     const checked = new Set(
-      set.objects.filter((m) => m.object.kind === 'Deployment').map((m) => m.object.metadata.name),
+      set.objects.filter((m) => isWorkload(m.object.kind)).map((m) => `${m.object.kind}/${m.object.metadata.name}`),
     );
     reasons.push(...(await profileGaps(operator, set.profile.profile, plan.pull.source.ref, revision, checked)));
   }
@@ -99,28 +108,22 @@ export async function checkTakeover(
   };
 }
 
-/** Why the profile's rules do not hold yet, one message per unmet rule (Deployments of the set already checked). */
+/** Why the profile's rules do not hold yet, one message per unmet rule (workloads of the set, `Kind/name`, already checked). */
 async function profileGaps(
   operator: KubeClients,
   profile: Profile,
   ref: string,
   commit: string,
-  checkedDeployments: ReadonlySet<string>,
+  checkedWorkloads: ReadonlySet<string>,
 ): Promise<string[]> {
   const gaps: string[] = [];
-  for (const name of profile.deployments.filter((d) => !checkedDeployments.has(d))) {
+  for (const name of profile.deployments.filter((d) => !checkedWorkloads.has(`Deployment/${d}`))) {
     const s = await deploymentState(operator, profile.namespace, name);
     if (!s.isAvailable) gaps.push(`Deployment ${profile.namespace}/${name} not Available (${s.reason})`);
   }
-  for (const name of profile.statefulSets) {
-    const o = await readObject(operator, {
-      apiVersion: 'apps/v1',
-      kind: 'StatefulSet',
-      metadata: { name, namespace: profile.namespace },
-    });
-    const ready = Number(readPath(o, 'status.readyReplicas') ?? 0);
-    const want = Number(readPath(o, 'spec.replicas') ?? 1);
-    if (!o || ready < want) gaps.push(`StatefulSet ${profile.namespace}/${name} has ${ready}/${want} ready replicas`);
+  for (const name of profile.statefulSets.filter((d) => !checkedWorkloads.has(`StatefulSet/${d}`))) {
+    const s = await statefulSetState(operator, profile.namespace, name);
+    if (!s.isAvailable) gaps.push(`StatefulSet ${profile.namespace}/${name} not ready (${s.reason})`);
   }
   for (const name of profile.crds) {
     const o = await readObject(operator, {
@@ -143,6 +146,14 @@ async function profileGaps(
     for (const g of found.gaps) gaps.push(`${describeObject(objectRef)} ${g.message}`);
   }
   return gaps;
+}
+
+function isWorkload(kind: string): kind is 'Deployment' | 'StatefulSet' {
+  return kind === 'Deployment' || kind === 'StatefulSet';
+}
+
+function readyWord(kind: 'Deployment' | 'StatefulSet'): string {
+  return kind === 'StatefulSet' ? 'ready' : 'Available';
 }
 
 /** True when `controller` applies `o` and owns every field `push` owns. */

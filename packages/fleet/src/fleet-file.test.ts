@@ -172,3 +172,32 @@ describe('waves, shards and budget', () => {
     expect(budgetCount('0%', 25)).toBe(0);
   });
 });
+
+describe('a fleet of any profile', () => {
+  it('hands every cluster to Flux from a template without a controller block: each plan takes it from the profile', () => {
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const text = `apiVersion: baton.dev/v1alpha1
+kind: Fleet
+defaults:
+  push: { credential: bootstrap-token, profile: flux, manifests: ./bootstrap-manifests/flux }
+  pull:
+    credential: { fromFile: ./pull.yaml }
+    source: { url: https://git.example.org/fleet.git, path: 'clusters/{{name}}' }
+  audit: { logPath: ./audit/handoffs.jsonl, signingKeyPath: ./audit/baton.key }
+clusters: [{ name: eu-1, context: eu-1 }, { name: eu-2, context: eu-2, overrides: { controller: { privilege: cluster-admin } } }]
+`;
+    const targets = renderTargets(parseFleetText(text, `${root}fleet.yaml`));
+    expect(targets.map((t) => t.loaded.plan.push.profile)).toEqual(['flux', 'flux']);
+    const [eu1, eu2] = targets.map((t) => t.loaded.plan);
+    expect(eu1!.controller).toMatchObject({
+      name: 'kustomize-controller',
+      namespace: 'flux-system',
+      fieldManager: 'kustomize-controller',
+      privilege: 'scoped',
+      status: { kind: 'Kustomization', name: 'flux-system' },
+    });
+    expect(eu1!.pull.credential.secretName).toBe('flux-system');
+    expect(eu1!.pull.source.path).toBe('clusters/eu-1');
+    expect(eu2!.controller).toMatchObject({ name: 'kustomize-controller', privilege: 'cluster-admin' });
+  });
+});

@@ -235,6 +235,27 @@ export async function revokeBootstrapIdentity(
 }
 
 /**
+ * Ends the identity's privilege without ending its authentication: deletes its RoleBindings and ClusterRoleBinding
+ * (in parallel), so the RBAC authorizer refuses it everything within milliseconds, while its token, its Secret and its
+ * ServiceAccount stay for the revocation proof. Bindings already gone are skipped, so it is safe to run twice;
+ * {@link revokeBootstrapIdentity} later deletes the roles.
+ * @returns the bindings deleted, as Kind/namespace/name.
+ * @throws {KubeApiError} when a deletion fails for another reason than "not found" (the others are still attempted).
+ */
+export async function unbindBootstrapIdentity(operator: KubeClients, ref: BootstrapIdentityRef): Promise<string[]> {
+  const calls: [string, () => Promise<unknown>][] = ref.roleNamespaces.map((ns) => [
+    `RoleBinding/${ns}/${ref.name}`,
+    () => operator.rbac.deleteNamespacedRoleBinding({ namespace: ns, name: ref.name }),
+  ]);
+  if (ref.hasClusterRole)
+    calls.push([`ClusterRoleBinding/${ref.name}`, () => operator.rbac.deleteClusterRoleBinding({ name: ref.name })]);
+  const results = await Promise.allSettled(calls.map(([what, call]) => kubeCall(`delete ${what}`, call)));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && statusOf(r.reason) !== 404);
+  if (failed) throw failed.reason;
+  return calls.filter((_, i) => results[i]!.status === 'fulfilled').map(([what]) => what);
+}
+
+/**
  * Removes a leftover identity of another run: {@link revokeBootstrapIdentity}, then its confinement (last, so the
  * identity cannot write while its token may still be cached).
  * @throws {KubeApiError} when a deletion fails for another reason than "not found".

@@ -59,6 +59,11 @@ export interface Confinement {
   readonly validationCount: number;
   /** Size of the policy as JSON, in bytes (etcd refuses objects above ~1.5 MiB). */
   readonly policyBytes: number;
+  /**
+   * Objects pinned inline only by their security-relevant fields (too large to pin whole), as `Kind/namespace/name`:
+   * the post-close check verifies the rest.
+   */
+  readonly partlyPinned: readonly string[];
 }
 
 interface Validation {
@@ -165,6 +170,7 @@ export function planConfinement(spec: ConfinementSpec): Confinement {
     binding,
     validationCount: validations.length,
     policyBytes: Buffer.byteLength(JSON.stringify(policy)),
+    partlyPinned: spec.objects.filter((o) => isPinnedPartly(o.expected)).map((o) => describeObject(o.expected)),
   };
 }
 
@@ -230,6 +236,7 @@ function contentChecks(expected: KubeObject): ContentCheck[] {
     what: 'the set of top-level fields',
     expression: `object.all(k, k in ${celLiteral([...SERVER_FIELDS, ...keys])})`,
   });
+  if (isPinnedPartly(expected)) return [...checks, ...securityFieldChecks(expected)];
   for (const k of keys) {
     const allocated = SERVER_ALLOCATED[expected.kind]?.[k];
     if (allocated) checks.push(...allocatedFieldChecks(k, expected[k] as Record<string, unknown>, allocated));
@@ -238,10 +245,69 @@ function contentChecks(expected: KubeObject): ContentCheck[] {
   return checks;
 }
 
-// Fields the API server fills in on create (before admission) that a plan cannot know: a Service's cluster IPs come
-// from the allocator, so a dry run's answer differs from the real create. They may take any address, but not
-// `None` (a headless Service) unless the plan says so; a planned `None` is pinned.
-const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+/**
+ * Above this many bytes of JSON an object is pinned inline only by what decides its power (see
+ * {@link SECURITY_FIELDS}); the post-close check (`checkPushedObjects`) compares the rest once the window is
+ * closed. Argo CD's Application CRD (416 KB) would otherwise take the policy past etcd's request limit.
+ */
+export const INLINE_PIN_MAX_BYTES = 65_536;
+
+/**
+ * What is pinned inline of an object above {@link INLINE_PIN_MAX_BYTES}, by kind (besides its target, metadata and
+ * top-level fields): a CRD's group, names, scope and conversion (what API it serves, and whether a webhook sees its
+ * objects); a role's rules and aggregation; a binding's role and subjects. Other kinds: the first level of `spec`
+ * by its keys, nothing deeper.
+ */
+const SECURITY_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  CustomResourceDefinition: ['spec.group', 'spec.names', 'spec.scope', 'spec.conversion'],
+  ClusterRole: ['rules', 'aggregationRule'],
+  Role: ['rules'],
+  ClusterRoleBinding: ['roleRef', 'subjects'],
+  RoleBinding: ['roleRef', 'subjects'],
+};
+
+/** Whether an object is too large to pin whole inline (a Secret never is: only its keys are pinned). */
+export function isPinnedPartly(expected: KubeObject): boolean {
+  return expected.kind !== 'Secret' && Buffer.byteLength(JSON.stringify(expected)) > INLINE_PIN_MAX_BYTES;
+}
+
+/** The inline checks of a partly pinned object: each security-relevant field equal, or absent when planned absent. */
+function securityFieldChecks(expected: KubeObject): ContentCheck[] {
+  const out: ContentCheck[] = [];
+  for (const path of SECURITY_FIELDS[expected.kind] ?? []) {
+    const parts = path.split('.');
+    const key = parts.pop()!;
+    const base = parts.reduce((b, p) => celSelect(b, p), 'object');
+    const parent = parts.reduce<unknown>((o, p) => (o as Record<string, unknown> | undefined)?.[p], expected);
+    const value = (parent as Record<string, unknown> | undefined)?.[key];
+    const guard = parts.map((_, i) =>
+      celHas(
+        parts.slice(0, i).reduce((b, p) => celSelect(b, p), 'object'),
+        parts[i]!,
+      ),
+    );
+    if (value === undefined) {
+      out.push({ what: path, expression: `!(${[...guard, celHas(base, key)].join(' && ')})` });
+      continue;
+    }
+    for (const c of equalityChecks(base, key, value, path))
+      out.push({ what: c.what, expression: [...guard, `(${c.expression})`].join(' && ') });
+  }
+  const spec = expected.spec as Record<string, unknown> | undefined;
+  if (spec && typeof spec === 'object')
+    out.push({
+      what: 'spec (fields)',
+      expression: `has(object.spec) && object.spec.all(k, k in ${celLiteral(Object.keys(spec).filter((k) => spec[k] !== undefined))})`,
+    });
+  return out;
+}
+
+/**
+ * Fields the API server fills in on create (before admission) that a plan cannot know, by kind and top-level field:
+ * a Service's cluster IPs come from the allocator, so a dry run's answer differs from the real create. They may take
+ * any address, but not `None` (a headless Service) unless the plan says so; a planned `None` is pinned.
+ */
+export const SERVER_ALLOCATED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
   Service: { spec: ['clusterIP', 'clusterIPs'] },
 };
 
@@ -362,7 +428,7 @@ export async function installConfinement(operator: KubeClients, c: Confinement):
       const status = statusOf(err);
       const cause = toKubeApiError(err, `create ${describeObject(o)}`);
       throw new ConfinementError(
-        `could not install the confinement of the bootstrap identity (${cause.message})${status === 403 ? '; the operator needs create, update and delete on validatingadmissionpolicies and validatingadmissionpolicybindings (admissionregistration.k8s.io)' : status === 404 ? '; the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or newer is required)' : ''}; nothing was pushed`,
+        `could not install the confinement of the bootstrap identity (${cause.message})${status === 403 ? '; the operator needs create, update and delete on validatingadmissionpolicies and validatingadmissionpolicybindings (admissionregistration.k8s.io)' : status === 404 ? '; the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.34 or newer is required)' : ''}; nothing was pushed`,
         { cause, details: { object: describeObject(o), status } },
       );
     }

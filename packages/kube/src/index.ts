@@ -1,4 +1,6 @@
 // The public API of @baton/kube. Everything else is internal.
+export type { AccessRequest } from './access-review.js';
+export { isAllowed, planReads } from './access-review.js';
 export type {
   BootstrapIdentity,
   BootstrapIdentityRef,
@@ -20,6 +22,7 @@ export {
   removeBootstrapLeftover,
   revokeBootstrapIdentity,
   scanBootstrapObjects,
+  unbindBootstrapIdentity,
 } from './bootstrap-identity.js';
 export type { ConfinedObject, Confinement, ConfinementProbe, ConfinementSpec } from './confinement.js';
 export {
@@ -36,23 +39,26 @@ export {
 } from './confinement.js';
 export type { ExpectedObjectsOptions } from './expected-objects.js';
 export { expectedObjects, withSchemaDefaults, writableView } from './expected-objects.js';
-export type { KubeClients } from './kube-clients.js';
+export type { KubeClients, KubeClientsOptions } from './kube-clients.js';
 export {
   clientsFromKubeConfig,
   clientsFromKubeconfigContent,
   clientsFromKubeconfigFile,
   clientsFromToken,
   clientsImpersonating,
+  DEFAULT_REQUEST_TIMEOUT_MS,
 } from './kube-clients.js';
 export { kubeCall, statusOf, toKubeApiError } from './kube-error.js';
 export type { KindInfo, KubeObject } from './kube-object.js';
 export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';
 export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
 export { acquireHandoffLock, LockHeldError, releaseHandoffLock, renewHandoffLock } from './lease-lock.js';
+export type { CheckPushedObjectsOptions, PushedObjectMismatch, PushedObjectsCheck } from './post-close-check.js';
+export { checkPushedObjects, diffFromPlan } from './post-close-check.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';
 export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
 export type { DeploymentState, FieldOwnership } from './readiness.js';
-export { deploymentState, fieldOwnership, readPath } from './readiness.js';
+export { deploymentState, fieldOwnership, readPath, statefulSetState, workloadState } from './readiness.js';
 export type { RulesDiff } from './rules-review.js';
 export { diffEffectiveRules } from './rules-review.js';
 export type { ServerSideApplyOptions } from './server-side-apply.js';

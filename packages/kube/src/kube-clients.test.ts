@@ -1,6 +1,7 @@
 import { ConfigError } from '@baton/errors';
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { clientsFromKubeconfigContent, clientsFromToken } from './kube-clients.js';
+import { clientsFromKubeConfig, clientsFromKubeconfigContent, clientsFromToken } from './kube-clients.js';
 
 const SECRET = 'not-a-real-token-7c1e9b';
 const text = (extra = '') => `apiVersion: v1
@@ -60,5 +61,31 @@ describe('TLS settings', () => {
       proxyUrl: 'http://proxy:3128',
       skipTLSVerify: false,
     });
+  });
+});
+
+describe('a request to an API server that never answers', () => {
+  it('fails after the per-request timeout instead of hanging (every client, typed and generic)', async () => {
+    const { createServer } = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    // Accepts the connection and never writes a byte: a SIGSTOPped apiserver looks like this.
+    const server = createServer((s) => sockets.push(s)).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromString(text().replace('https://127.0.0.1:6443', `https://127.0.0.1:${port}`));
+      const c = clientsFromKubeConfig(kc, { requestTimeoutMs: 300 });
+      const t0 = performance.now();
+      const e = await c.version.getCode().catch((x: unknown) => x);
+      expect(String((e as Error).message)).toMatch(/abort|timeout/i);
+      await expect(
+        c.rest.read({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x', namespace: 'y' } }),
+      ).rejects.toThrow();
+      expect(performance.now() - t0).toBeLessThan(5000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      server.close();
+    }
   });
 });

@@ -1,7 +1,34 @@
 import type { RequestOptions } from 'node:https';
+import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
+import { ExecCredentialAuth } from './exec-credential.js';
 import { KubeRestClient } from './rest-client.js';
+
+/** The exec authenticator of each KubeConfig baton built clients from (impersonating clients share the operator's). */
+const execAuths = new WeakMap<k8s.KubeConfig, ExecCredentialAuth>();
+
+/**
+ * Puts baton's exec credential plugin runner ({@link ExecCredentialAuth}) in place of client-node's own, which
+ * ignores provideClusterInfo and installHint and runs the plugin again for a credential without expiry; and trims a
+ * token read from a token-file (client-node keeps its trailing newline, which no API server accepts).
+ */
+function prepareAuth(kc: k8s.KubeConfig, baseDir: string | undefined, shared?: ExecCredentialAuth): void {
+  if (execAuths.has(kc)) return;
+  const auth = shared ?? new ExecCredentialAuth(() => kc.getCurrentCluster(), baseDir);
+  // client-node exports neither the field nor the class: find its ExecAuth by name (pinned 1.4.0, checked by tests).
+  const builtIn = (kc as unknown as { authenticators?: object[] }).authenticators;
+  const i = builtIn?.findIndex((a) => a.constructor.name === 'ExecAuth') ?? -1;
+  if (!builtIn || i < 0)
+    throw new Error(
+      '@kubernetes/client-node changed: KubeConfig has no built-in ExecAuth to replace; update kube-clients.ts',
+    );
+  builtIn[i] = auth;
+  execAuths.set(kc, auth);
+  for (const user of kc.getUsers()) {
+    if (user.token) (user as { token?: string }).token = user.token.trim();
+  }
+}
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
 export interface KubeClients {
@@ -30,11 +57,53 @@ export interface KubeClients {
 }
 
 /**
- * Builds {@link KubeClients} from a loaded KubeConfig.
+ * How long one API request may go unanswered before it fails, in ms: a stalled API server must not hang a cleanup
+ * path (close, revoke, release) until the token expires. Longer than any request baton makes (the largest is a
+ * server-side apply of a CRD: well under a second on the test bed).
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** Options of {@link clientsFromKubeConfig}. */
+export interface KubeClientsOptions {
+  /** How long one request may take before it is aborted, in ms. @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
+  readonly requestTimeoutMs?: number;
+  /** Folder a relative exec plugin command is resolved against (the kubeconfig file's, as kubectl does). */
+  readonly baseDir?: string;
+}
+
+/**
+ * A KubeConfig whose every request carries a deadline: client-node calls `applySecurityAuthentication` on each
+ * request of every API client (typed and generic), so the signal is set in one place.
+ */
+class DeadlineKubeConfig extends k8s.KubeConfig {
+  constructor(
+    from: k8s.KubeConfig,
+    private readonly timeoutMs: number,
+  ) {
+    super();
+    this.loadFromOptions({
+      clusters: from.clusters,
+      users: from.users,
+      contexts: from.contexts,
+      currentContext: from.currentContext,
+    });
+  }
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const deadline = AbortSignal.timeout(this.timeoutMs);
+    const own = context.getSignal();
+    context.setSignal(own ? AbortSignal.any([own, deadline]) : deadline);
+  }
+}
+
+/**
+ * Builds {@link KubeClients} from a loaded KubeConfig; every request is bounded by `options.requestTimeoutMs`.
  * @throws {ConfigError} when the context names no cluster, or the cluster skips TLS verification (baton never sends
  * a credential to a server it cannot verify).
  */
-export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
+export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOptions = {}): KubeClients {
+  prepareAuth(kc, options.baseDir);
   const cluster = kc.getCurrentCluster();
   if (!cluster)
     throw new ConfigError(`kubeconfig context "${kc.getCurrentContext()}" names no cluster; fix the context`);
@@ -42,23 +111,27 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig): KubeClients {
     throw new ConfigError(
       `kubeconfig cluster "${cluster.name}" sets insecure-skip-tls-verify: baton refuses to send credentials to an API server it cannot verify; set certificate-authority or certificate-authority-data instead`,
     );
+  const timed = new DeadlineKubeConfig(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  // The clients send through `timed`: it runs the same plugin runner (one cache) as `kc`.
+  prepareAuth(timed, options.baseDir, execAuths.get(kc));
   return {
     kc,
     server: cluster.server,
     caData: cluster.caData,
-    core: kc.makeApiClient(k8s.CoreV1Api),
-    apps: kc.makeApiClient(k8s.AppsV1Api),
-    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
-    authn: kc.makeApiClient(k8s.AuthenticationV1Api),
-    authz: kc.makeApiClient(k8s.AuthorizationV1Api),
-    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
-    version: kc.makeApiClient(k8s.VersionApi),
-    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    core: timed.makeApiClient(k8s.CoreV1Api),
+    apps: timed.makeApiClient(k8s.AppsV1Api),
+    rbac: timed.makeApiClient(k8s.RbacAuthorizationV1Api),
+    authn: timed.makeApiClient(k8s.AuthenticationV1Api),
+    authz: timed.makeApiClient(k8s.AuthorizationV1Api),
+    coordination: timed.makeApiClient(k8s.CoordinationV1Api),
+    version: timed.makeApiClient(k8s.VersionApi),
+    objects: k8s.KubernetesObjectApi.makeApiClient(timed),
     rest: new KubeRestClient({
       server: cluster.server,
-      // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin,
-      // impersonation, TLS server name and proxy agent, fresh for each request as client-node's own clients do.
-      authorize: (options: RequestOptions) => kc.applyToHTTPSOptions(options),
+      // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin (baton's
+      // runner, as for the typed clients), impersonation, TLS server name and proxy agent, fresh for each request.
+      authorize: (o: RequestOptions) => timed.applyToHTTPSOptions(o),
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     }),
   };
 }
@@ -81,7 +154,7 @@ export function clientsFromKubeconfigFile(path: string, context?: string): KubeC
     );
   }
   useContext(kc, `kubeconfig ${path}`, context);
-  return clientsFromKubeConfig(kc);
+  return clientsFromKubeConfig(kc, { baseDir: dirname(path) });
 }
 
 /**
@@ -132,6 +205,7 @@ export function clientsImpersonating(operator: Pick<KubeClients, 'kc'>, username
     contexts: [{ ...context, name: 'impersonating' }],
     currentContext: 'impersonating',
   });
+  prepareAuth(kc, undefined, execAuths.get(operator.kc));
   return clientsFromKubeConfig(kc);
 }
 

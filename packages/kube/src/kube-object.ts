@@ -25,6 +25,7 @@ export const INSTALL_KINDS: Readonly<Record<string, KindInfo>> = {
   Service: { group: '', version: 'v1', resource: 'services', isNamespaced: true },
   Secret: { group: '', version: 'v1', resource: 'secrets', isNamespaced: true },
   Deployment: { group: 'apps', version: 'v1', resource: 'deployments', isNamespaced: true },
+  StatefulSet: { group: 'apps', version: 'v1', resource: 'statefulsets', isNamespaced: true },
   Role: { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', isNamespaced: true },
   RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', isNamespaced: true },
   ClusterRole: { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', isNamespaced: false },

@@ -91,6 +91,14 @@ describe('computeBootstrapRules', () => {
     expect(ns?.some((r) => r.resources.includes('secrets') || r.resources.includes('pods'))).toBe(false);
   });
 
+  it('lets the push patch (and create) a planned Secret but never read it', () => {
+    const rules = flattenRules(computeBootstrapRules([o('v1', 'Secret', 'pull', 'ns')]));
+    expect(rules).toEqual([
+      { namespace: 'ns', apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { namespace: 'ns', apiGroups: [''], resources: ['secrets'], verbs: ['patch'], resourceNames: ['pull'] },
+    ]);
+  });
+
   it('never produces a wildcard, and never names cluster-admin', () => {
     const rules = flattenRules(computeBootstrapRules(install));
     expect(hasWildcard(rules)).toBe(false);

@@ -22,7 +22,8 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
 
 /**
  * Computes the narrowest rules that let a credential server-side-apply exactly `objects`:
- * - `get` and `patch` restricted by `resourceNames` to the objects' names;
+ * - `get` and `patch` restricted by `resourceNames` to the objects' names (`patch` alone on Secrets: the push never
+ *   reads one, so a stolen token cannot read the planned Secrets' values);
  * - `create` without names (the API cannot restrict it by name), except for Namespaces, which the mint step
  *   creates with the operator's credential so that the Roles below have somewhere to live;
  * - `escalate` on the Roles/ClusterRoles in the set and `bind` on the roles their bindings reference, by name,
@@ -81,7 +82,11 @@ function rulesFor(grants: Grants): RbacRule[] {
   for (const [k, set] of sorted(grants.names)) {
     const [scope, group, resource] = k.split('\0') as [string, string, string];
     if (resource !== 'namespaces') rule(scope, { apiGroups: [group], resources: [resource], verbs: ['create'] });
-    rule(scope, { apiGroups: [group], resources: [resource], verbs: ['get', 'patch'], resourceNames: [...set].sort() });
+    // Server-side apply reads the stored object inside the API server: `patch` (and `create` for a new object) is
+    // all it needs, tried against the real apiserver (handoff/confinement.test.ts pushes Secrets without `get`). A
+    // Secret is the one kind the push never reads back, so the identity may not read a planned Secret's values.
+    const verbs = group === '' && resource === 'secrets' ? ['patch'] : ['get', 'patch'];
+    rule(scope, { apiGroups: [group], resources: [resource], verbs, resourceNames: [...set].sort() });
   }
   for (const [verb, m] of [
     ['bind', grants.bind],

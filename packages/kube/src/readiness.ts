@@ -24,12 +24,38 @@ export async function deploymentState(clients: KubeClients, namespace: string, n
   const observed = d.status?.observedGeneration ?? 0;
   if (observed < (d.metadata?.generation ?? 0)) return { isAvailable: false, reason: 'generation not observed yet' };
   const available = d.status?.conditions?.find((c) => c.type === 'Available');
-  if (available?.status !== 'True')
-    return { isAvailable: false, reason: available?.message ?? 'no Available condition' };
   const want = d.spec?.replicas ?? 1;
-  if ((d.status?.availableReplicas ?? 0) < want)
-    return { isAvailable: false, reason: `${d.status?.availableReplicas ?? 0}/${want} available` };
-  return { isAvailable: true, reason: 'available' };
+  const reason =
+    available?.status !== 'True'
+      ? (available?.message ?? 'no Available condition')
+      : (d.status?.availableReplicas ?? 0) < want
+        ? `${d.status?.availableReplicas ?? 0}/${want} available`
+        : undefined;
+  if (reason === undefined) return { isAvailable: true, reason: 'available' };
+  const waiting = await waitingContainers(clients, namespace, d.spec?.selector?.matchLabels ?? {});
+  return { isAvailable: false, reason: waiting.length > 0 ? `${reason}; ${waiting.join('; ')}` : reason };
+}
+
+/**
+ * Why the Deployment's pods' containers wait, as the kubelet reports it (`ErrImagePull`, `CrashLoopBackOff`, with
+ * its message), so that a takeover that times out says so. Best effort: a failed list gives none.
+ */
+async function waitingContainers(
+  clients: KubeClients,
+  namespace: string,
+  matchLabels: Record<string, string>,
+): Promise<string[]> {
+  const labelSelector = Object.entries(matchLabels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  if (!labelSelector) return [];
+  const pods = await clients.core.listNamespacedPod({ namespace, labelSelector }).catch(() => undefined);
+  return (pods?.items ?? []).flatMap((p) =>
+    (p.status?.containerStatuses ?? []).flatMap((c) => {
+      const w = c.state?.waiting;
+      return w?.reason ? [`pod ${p.metadata?.name} container ${c.name} ${w.reason}: ${w.message ?? ''}`.trim()] : [];
+    }),
+  );
 }
 
 /** Who owns an object's fields, from `managedFields`. */
@@ -66,4 +92,44 @@ export function readPath(o: unknown, path: string): unknown {
     cur = (cur as Record<string, unknown>)[part];
   }
   return cur;
+}
+
+/**
+ * Reads a StatefulSet and says whether every replica of its current revision is ready (the StatefulSet controller
+ * has observed its generation, `readyReplicas` and `updatedReplicas` reach `spec.replicas`). Uses the same shape as
+ * {@link deploymentState}.
+ * @throws {KubeApiError} when the read fails for another reason than "not found".
+ */
+export async function statefulSetState(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+): Promise<DeploymentState> {
+  let s: Awaited<ReturnType<KubeClients['apps']['readNamespacedStatefulSet']>>;
+  try {
+    s = await clients.apps.readNamespacedStatefulSet({ namespace, name });
+  } catch (err) {
+    if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
+    return kubeCall(`read StatefulSet ${namespace}/${name}`, () => Promise.reject(err));
+  }
+  if ((s.status?.observedGeneration ?? 0) < (s.metadata?.generation ?? 0))
+    return { isAvailable: false, reason: 'generation not observed yet' };
+  const want = s.spec?.replicas ?? 1;
+  const ready = s.status?.readyReplicas ?? 0;
+  if (ready < want) return { isAvailable: false, reason: `${ready}/${want} ready` };
+  if ((s.status?.updatedReplicas ?? 0) < want)
+    return { isAvailable: false, reason: `${s.status?.updatedReplicas ?? 0}/${want} updated` };
+  return { isAvailable: true, reason: 'ready' };
+}
+
+/** {@link deploymentState} or {@link statefulSetState}, by kind: how the push and the takeover wait for a workload. */
+export function workloadState(
+  clients: KubeClients,
+  kind: 'Deployment' | 'StatefulSet',
+  namespace: string,
+  name: string,
+): Promise<DeploymentState> {
+  return kind === 'StatefulSet'
+    ? statefulSetState(clients, namespace, name)
+    : deploymentState(clients, namespace, name);
 }

@@ -22,8 +22,9 @@ export interface ControllerStatus {
   readonly kind?: string;
   /** @default the controller namespace */
   readonly namespace?: string;
-  readonly name: string;
-  /** Dotted path of the applied revision. @default 'data.revision' */
+  /** @default the profile's revision object */
+  readonly name?: string;
+  /** Dotted path of the applied revision. @default the profile's revision path, else 'data.revision' */
   readonly revisionPath?: string;
 }
 
@@ -37,15 +38,25 @@ export interface ControllerSpec {
   /** Directory of the manifests to push: the same files Git carries (relative paths resolve against the program's directory). */
   readonly manifests: string;
   readonly source: GitSource;
-  /** The Secret the push creates from `pullCredential`, which the controller pulls with. */
-  readonly pullSecretName: string;
-  /** The controller Deployment. */
-  readonly name: string;
-  readonly namespace: string;
-  readonly serviceAccount: string;
-  /** Field manager the controller applies with. @default 'baton-controller' */
+  /**
+   * The controller profile's rules (a profile folder or its `rules/profile.yaml`) when `manifests` carries none.
+   * @default `manifests`/rules/profile.yaml
+   */
+  readonly profileRules?: string;
+  /** The Secret the push creates from `pullCredential`, which the controller pulls with. @default the profile's */
+  readonly pullSecretName?: string;
+  /** The controller Deployment. @default the profile's */
+  readonly name?: string;
+  /** @default the profile's */
+  readonly namespace?: string;
+  /** @default the profile's */
+  readonly serviceAccount?: string;
+  /** Field manager the controller applies with. @default the profile's first, else 'baton-controller' */
   readonly fieldManager?: string;
-  readonly status: ControllerStatus;
+  /** @default the profile's revision object */
+  readonly status?: ControllerStatus;
+  /** What the controller may apply from Git (recorded in the audit event). @default 'scoped' */
+  readonly privilege?: 'scoped' | 'cluster-admin';
 }
 
 /** The audit log of the handoff (`audit` of a plan). Relative paths resolve against the program's directory. */
@@ -101,6 +112,7 @@ const PLAN_TO_INPUT: ReadonlyArray<readonly [string, string]> = [
   ['push.manifests', 'controller.manifests'],
   ['push.secrets', 'pushSecrets'],
   ['pull.credential.secretName', 'controller.pullSecretName'],
+  ['takeover.profile', 'controller.profileRules'],
   ['pull.credential', 'pullCredential'],
   ['pull.source', 'controller.source'],
 ];
@@ -120,6 +132,8 @@ export function inputPath(planPath: readonly PropertyKey[]): string {
  */
 export function toPlanInput(inputs: HandoffInputs, files: SecretFiles): HandoffPlanInput {
   const c = inputs.controller;
+  const { profile, manifests, source, pullSecretName, profileRules, ...block } = c ?? ({} as Partial<ControllerSpec>);
+  const takeover = { ...inputs.takeover, ...(profileRules !== undefined ? { profile: profileRules } : {}) };
   return {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',
@@ -131,23 +145,21 @@ export function toPlanInput(inputs: HandoffInputs, files: SecretFiles): HandoffP
     ...(inputs.batonNamespace !== undefined ? { batonNamespace: inputs.batonNamespace } : {}),
     push: {
       credential: 'bootstrap-token',
-      profile: c?.profile,
-      manifests: c?.manifests,
+      profile,
+      manifests,
       ...inputs.push,
       secrets: Object.keys(inputs.pushSecrets ?? {}).map((name) => ({ name, fromFile: files.pushSecrets[name] ?? '' })),
     },
     pull: {
-      credential: { secretName: c?.pullSecretName, fromFile: files.pullCredential },
-      source: c?.source,
+      credential: {
+        ...(pullSecretName !== undefined ? { secretName: pullSecretName } : {}),
+        fromFile: files.pullCredential,
+      },
+      source,
     },
-    controller: {
-      name: c?.name,
-      namespace: c?.namespace,
-      serviceAccount: c?.serviceAccount,
-      ...(c?.fieldManager !== undefined ? { fieldManager: c.fieldManager } : {}),
-      status: c?.status,
-    },
-    ...(inputs.takeover !== undefined ? { takeover: inputs.takeover } : {}),
+    // Only the fields given: the rest of the controller block is the profile's (core fills it in).
+    controller: Object.fromEntries(Object.entries(block).filter(([, v]) => v !== undefined)),
+    ...(Object.keys(takeover).length > 0 ? { takeover } : {}),
     audit: inputs.audit,
     ...(inputs.journalDir !== undefined ? { journalDir: inputs.journalDir } : {}),
   } as HandoffPlanInput;

@@ -17,6 +17,8 @@ export interface CredentialReceipt {
   readonly liveSeconds: number;
   /** Seconds from issue until admission denied every write by the credential (null when never confined). */
   readonly writeWindowSeconds: number | null;
+  /** Seconds from issue until the credential was authorized for nothing of the plan (null when not recorded). */
+  readonly privilegeWindowSeconds: number | null;
   readonly rules: readonly RbacRule[];
 }
 
@@ -80,6 +82,7 @@ export function receiptOf(summary: HandoffSummary, receiptName: string): Handoff
           secretDeletedAt: c.secretDeletedAt,
           liveSeconds: c.liveSeconds,
           writeWindowSeconds: c.writeWindowSeconds ?? null,
+          privilegeWindowSeconds: c.privilegeWindowSeconds ?? null,
           rules: c.rules,
         }
       : null,

@@ -1,6 +1,6 @@
 // The public API of @baton/pulumi. The dynamic provider lives behind `@baton/pulumi/provider`.
-export type { BatonControllerOptions } from './controllers.js';
-export { batonController, controllers } from './controllers.js';
+export type { BatonControllerOptions, ControllerOptions } from './controllers.js';
+export { argocd, batonController, controllerOf, controllers, flux } from './controllers.js';
 export type { HandoffArgs } from './handoff.js';
 export { formatPreview, Handoff } from './handoff.js';
 export type { AuditSpec, ControllerSpec, ControllerStatus, GitSource, HandoffInputs } from './handoff-inputs.js';

@@ -22,6 +22,15 @@ import {
 } from './handoff-inputs.js';
 import { failureMessage, type HandoffReceipt, receiptOf, refreshReceipt } from './handoff-receipt.js';
 
+/**
+ * When this module finished loading in the dynamic-provider host, and when that host's process started: the first
+ * log line of a run carries both, so `pnpm bench:pulumi` can tell the host's start-up from the handoff.
+ */
+const providerTimings = {
+  providerHostStartedAt: new Date(performance.timeOrigin).toISOString(),
+  providerLoadedAt: new Date().toISOString(),
+};
+
 /** The provider's state of a handoff: its inputs and the receipt of the run that handed the cluster off. */
 export type HandoffOutputs = HandoffInputs & { readonly receipt: HandoffReceipt };
 
@@ -97,6 +106,7 @@ async function realRun(loaded: LoadedPlan, inputs: HandoffInputs): Promise<Hando
   mkdirSync(dirname(logPath), { recursive: true });
   process.stderr.write(`baton: handing off cluster ${loaded.plan.cluster.name}; full log: ${logPath}\n`);
   const log = createLogger({ destination: { write: (line: string) => appendFileSync(logPath, line) } });
+  log.info(providerTimings, 'provider host');
   const { username, password } = inputs.pullCredential;
   // The engine cancels a plugin with SIGINT/SIGTERM: the run aborts and still revokes, proves and records.
   const ac = new AbortController();
@@ -153,7 +163,7 @@ export const handoffProvider = {
 
   async delete(_id: string, props: HandoffOutputs): Promise<void> {
     process.stderr.write(
-      `baton: cluster ${props.clusterName} stays handed off: its controller ${props.controller.namespace}/${props.controller.name} keeps running and pulling from Git (pull owns it); only the handoff's record leaves the Pulumi state\n`,
+      `baton: cluster ${props.clusterName} stays handed off: its ${props.controller.profile} controller keeps running and pulling from Git (pull owns it); only the handoff's record leaves the Pulumi state\n`,
     );
   },
 };

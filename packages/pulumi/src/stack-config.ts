@@ -1,9 +1,11 @@
 import * as pulumi from '@pulumi/pulumi';
-import { batonController } from './controllers.js';
+import { controllerOf } from './controllers.js';
 import { Handoff } from './handoff.js';
 
 /**
  * The config keys a stack of baton's reads (`pulumi config set <key> <value>`; secrets with `--secret`):
+ * - `profile` (@default baton-controller): the controller profile (`baton-controller`, `flux`, …) whose
+ *   `rules/profile.yaml` the push set carries;
  * - `gitUrl`, `gitRef` (@default main), `gitPath` (@default .), `gitRevision` (a commit; @default resolved from the ref);
  * - `manifests`: the rendered push set directory (the same files Git carries), relative to the stack;
  * - `pullUsername` and `pullPassword` (secret): the read-only Git credential the controller pulls with;
@@ -13,6 +15,7 @@ import { Handoff } from './handoff.js';
  * - `journalDir` (@default .baton/journal): the local step journal; run logs go beside it (`logs/`).
  */
 export const STACK_CONFIG_KEYS = [
+  'profile',
   'gitUrl',
   'gitRef',
   'gitPath',
@@ -35,7 +38,7 @@ export interface HandoffStackOutputs {
 }
 
 /**
- * A {@link Handoff} to baton-controller whose inputs come from the stack's config ({@link STACK_CONFIG_KEYS}) and
+ * A {@link Handoff} to the controller of config `profile` (baton-controller by default) whose inputs come from the stack's config ({@link STACK_CONFIG_KEYS}) and
  * whose kubeconfig is given (from config, a StackReference or a cluster resource).
  * @throws {pulumi.RunError} when a required config key is missing (Pulumi names it).
  */
@@ -46,7 +49,7 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
   const journalDir = config.get('journalDir');
   const handoff = new Handoff(config.get('clusterName') ?? pulumi.getStack(), {
     kubeconfig,
-    controller: batonController({
+    controller: controllerOf(config.get('profile') ?? 'baton-controller', {
       source: {
         url: config.require('gitUrl'),
         ref: config.get('gitRef') ?? 'main',

@@ -5,8 +5,11 @@
 //
 // The CLI starts it as `pulumi-language-nodejs [--logtostderr] [-v=N] [--tracing URL] <engine address>` and reads the
 // gRPC port from the first line of stdout. Run starts `@pulumi/pulumi/cmd/run` (the program's own copy, so the program
-// and the runner share the SDK's runtime state) under tsx, so TypeScript and ESM programs load without a build step.
+// and the runner share the SDK's runtime state) under tsx, so TypeScript and ESM programs load without a build step;
+// `runtime.options.typescript: false` in Pulumi.yaml turns that off, as it turns off ts-node in Pulumi's own host
+// (a program compiled with tsc then runs as plain JavaScript, under nothing but its own `nodeargs`).
 import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -19,6 +22,16 @@ const languagePb = sdkRequire('./proto/language_pb.js');
 const pluginPb = sdkRequire('./proto/plugin_pb.js');
 const sdkVersion = sdkRequire('./package.json').version;
 const tsxLoader = import.meta.resolve('tsx');
+
+/**
+ * `pnpm bench:pulumi` splits the seconds before the mint: with BATON_LANGUAGE_HOST_TIMINGS set to a file, the host
+ * appends when its process started and when Run arrived (epoch ms, one JSON object a line).
+ */
+const timingsPath = process.env.BATON_LANGUAGE_HOST_TIMINGS;
+function recordTiming(event, at = Date.now()) {
+  if (timingsPath) appendFileSync(timingsPath, `${JSON.stringify({ event, at: Math.round(at) })}\n`);
+}
+recordTiming('host-started', performance.timeOrigin);
 
 /** Exit code of `cmd/run` when it has already shown the user the error. */
 const BAIL_EXIT_CODE = 32;
@@ -47,14 +60,18 @@ function nodeArgs(info) {
   return typeof options.nodeargs === 'string' ? options.nodeargs.split(/\s+/).filter(Boolean) : [];
 }
 
+/** False when Pulumi.yaml says `runtime.options.typescript: false`. */
+function isTypeScript(info) {
+  return info?.getOptions()?.toJavaScript()?.typescript !== false;
+}
+
 function runArgs(request) {
   const info = request.getInfo();
   const programDirectory = resolve(info?.getProgramDirectory() || request.getPwd() || process.cwd());
   const entryPoint = info?.getEntryPoint() || request.getProgram() || '.';
   const args = [
     ...nodeArgs(info),
-    '--import',
-    tsxLoader,
+    ...(isTypeScript(info) ? ['--import', tsxLoader] : []),
     runnerFor(programDirectory),
     '--monitor',
     request.getMonitorAddress(),
@@ -85,6 +102,7 @@ function runArgs(request) {
 }
 
 function run(call, callback) {
+  recordTiming('run');
   let spec;
   try {
     spec = runArgs(call.request);

@@ -52,8 +52,13 @@ export interface StartClusterOptions {
   /** Progress lines for a terminal. */
   readonly onProgress?: (line: string) => void;
   readonly signal?: AbortSignal;
-  /** Prebuilt binaries (tests share one set). @default ensureControlPlaneBinaries() */
+  /** Prebuilt binaries (tests share one set). @default ensureControlPlaneBinaries({ kubernetesVersion }) */
   readonly binaries?: ControlPlaneBinaries;
+  /**
+   * Kubernetes version of the control plane (`1.35.4`), built and cached on first use; ignored with `binaries`.
+   * @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes`
+   */
+  readonly kubernetesVersion?: string;
 }
 
 /** A running local control plane. */
@@ -63,6 +68,8 @@ export interface Cluster {
   readonly kubeconfigPath: string;
   /** `https://127.0.0.1:<port>` */
   readonly server: string;
+  /** Kubernetes version of the control plane, `v1.MINOR.PATCH`. */
+  readonly kubernetesVersion: string;
   /** Base64 PEM of the cluster CA, as in a kubeconfig's `certificate-authority-data`. */
   readonly caData: string;
   /** JSON-lines apiserver audit log (null when disabled). */
@@ -135,7 +142,12 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const { name, nodes } = validateStartOptions(options);
   const progress = options.onProgress ?? (() => {});
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
-  const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress }));
+  const bin =
+    options.binaries ??
+    (await ensureControlPlaneBinaries({
+      onProgress: progress,
+      ...(options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {}),
+    }));
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
   const pki = await createClusterPki();
@@ -152,7 +164,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     hostPid: process.pid,
     keep: options.keep ?? false,
     startedAt: new Date().toISOString(),
-    versions: { ...CONTROL_PLANE_VERSIONS },
+    versions: { ...CONTROL_PLANE_VERSIONS, kubernetes: bin.kubernetesVersion },
   });
   await components.saveState();
   const reaper = ownerPid === null ? null : startReaper(ownerPid, layout.dir);
@@ -373,6 +385,7 @@ function clusterHandle(
     name: layout.name,
     kubeconfigPath: layout.kubeconfigs.admin,
     server: layout.server,
+    kubernetesVersion: boot.bin.kubernetesVersion,
     caData: Buffer.from(caPem).toString('base64'),
     auditLogPath: layout.auditLogPath,
     dir: layout.dir,

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ConfigError } from '@baton/errors';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from './go-build.js';
 import { cacheRoot, goModulesDir } from './paths.js';
 
@@ -14,6 +15,35 @@ export const CONTROL_PLANE_VERSIONS = {
   kwok: 'v0.8.0',
 } as const;
 
+/**
+ * Every k8s.io/kubernetes version the test bed builds (oldest first), each from its own wrapper module
+ * `go/kube/<version>` that `scripts/gen-kube-gomod.mjs` (in this package) writes from that version's go.mod. All
+ * build with the local Go 1.26: their go.mod `go` lines say 1.24.0 (1.34), 1.25.0 (1.35) and 1.26.0 (1.36, 1.37).
+ */
+export const KUBERNETES_VERSIONS = ['v1.34.4', 'v1.35.4', 'v1.36.3', 'v1.37.2'] as const;
+
+/** The environment variable that picks the Kubernetes version of every test cluster (`pnpm test:compat`). */
+export const KUBERNETES_VERSION_ENV = 'BATON_KUBERNETES_VERSION';
+
+/**
+ * Resolves a requested Kubernetes version (`1.35.4`, `v1.35.4` or a minor, `1.35`) to one the test bed builds;
+ * without a request, {@link KUBERNETES_VERSION_ENV}, then the default `CONTROL_PLANE_VERSIONS.kubernetes`.
+ * @throws ConfigError naming the request, where it came from and the versions served.
+ */
+export function resolveKubernetesVersion(requested?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env[KUBERNETES_VERSION_ENV] || undefined;
+  const raw = requested ?? fromEnv ?? CONTROL_PLANE_VERSIONS.kubernetes;
+  const want = raw.trim().replace(/^v/, '');
+  const found = KUBERNETES_VERSIONS.find(
+    (v) => v === `v${want}` || (/^1\.\d+$/.test(want) && v.startsWith(`v${want}.`)),
+  );
+  if (found) return found;
+  const source = requested !== undefined ? '--kubernetes-version' : KUBERNETES_VERSION_ENV;
+  throw new ConfigError(
+    `${source} ${raw} is not a Kubernetes version the test bed builds: use one of ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)})`,
+  );
+}
+
 /** kwok stages that make fake nodes Ready (with leases) and pods Ready/Completed/deleted, as kwokctl wires them. */
 const KWOK_STAGES = [
   'kustomize/stage/node/fast/node-initialize.yaml',
@@ -23,14 +53,14 @@ const KWOK_STAGES = [
   'kustomize/stage/pod/fast/pod-delete.yaml',
 ] as const;
 
-function kubeSpec(): GoBuildSpec {
-  const v = CONTROL_PLANE_VERSIONS.kubernetes;
+function kubeSpec(v: string): GoBuildSpec {
   const [major, minor] = v.slice(1).split('.');
   const pkg = 'k8s.io/component-base/version';
   return {
+    // The cache key covers the wrapper's go.mod, so one name serves every version.
     name: 'kube',
     usualSeconds: 750,
-    moduleDir: join(goModulesDir, 'kube'),
+    moduleDir: join(goModulesDir, 'kube', v),
     packages: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((c) => `k8s.io/kubernetes/cmd/${c}`),
     // Upstream builds these static and with these tags (hack/lib/golang.sh); the stamps make /version truthful.
     tags: ['selinux', 'notest', 'grpcnotrace'],
@@ -95,6 +125,8 @@ export interface ControlPlaneBinaries {
   /** Multi-document YAML of the kwok stages. */
   readonly kwokStages: string;
   readonly builds: readonly GoBuildResult[];
+  /** The Kubernetes version of the kube-* binaries, `v1.MINOR.PATCH`. */
+  readonly kubernetesVersion: string;
 }
 
 /** Options of {@link ensureControlPlaneBinaries}. */
@@ -105,17 +137,21 @@ export interface EnsureBinariesOptions {
   readonly onProgress?: (line: string) => void;
   /** Rebuild even when cached. @default false */
   readonly force?: boolean;
+  /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else {@link CONTROL_PLANE_VERSIONS} */
+  readonly kubernetesVersion?: string;
 }
 
-let memo: Promise<ControlPlaneBinaries> | undefined;
+const memo = new Map<string, Promise<ControlPlaneBinaries>>();
 
 /**
- * Builds (once per pinned version set) or reuses kube-apiserver, kube-controller-manager, kube-scheduler,
+ * Builds (once per pinned version set and Kubernetes version) or reuses kube-apiserver, kube-controller-manager, kube-scheduler,
  * etcd and kwok. Builds run one after another: each `go build` already uses every core.
  * @throws BuildError when Go is missing or a build fails.
  */
 export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions = {}): Promise<ControlPlaneBinaries> {
-  if (!options.force && !options.cacheDir && memo) return memo;
+  const k = resolveKubernetesVersion(options.kubernetesVersion);
+  const memoed = memo.get(k);
+  if (!options.force && !options.cacheDir && memoed) return memoed;
   const run = (async () => {
     const cacheDir = options.cacheDir ?? join(cacheRoot(), 'testenv', 'bin');
     const opts = {
@@ -123,7 +159,7 @@ export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions 
       force: options.force ?? false,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     };
-    const kube = await ensureGoBuild(kubeSpec(), opts);
+    const kube = await ensureGoBuild(kubeSpec(k), opts);
     const etcd = await ensureGoBuild(etcdSpec(), opts);
     const kwok = await ensureGoBuild(kwokSpec(), opts);
     return {
@@ -134,12 +170,13 @@ export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions 
       kwok: kwok.binaries.kwok!,
       kwokStages: join(kwok.dir, 'stages', 'all.yaml'),
       builds: [kube, etcd, kwok],
+      kubernetesVersion: k,
     };
   })();
   if (!options.cacheDir) {
-    memo = run;
+    memo.set(k, run);
     run.catch(() => {
-      memo = undefined;
+      memo.delete(k);
     });
   }
   return run;

@@ -19,7 +19,7 @@ export interface DetachedCluster {
  * @throws ConfigError / ProcessError / TimeoutError as reported by the host.
  */
 export async function startDetachedCluster(
-  options: { name?: string; nodes?: number; keep?: boolean } = {},
+  options: { name?: string; nodes?: number; keep?: boolean; kubernetesVersion?: string } = {},
 ): Promise<DetachedCluster> {
   // Run the host the same way this module runs: from source (tsx + condition) or from dist.
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
@@ -31,6 +31,7 @@ export async function startDetachedCluster(
     ...(options.name ? [`--name=${options.name}`] : []),
     `--nodes=${options.nodes ?? 1}`,
     ...(options.keep ? ['--keep=true'] : []),
+    ...(options.kubernetesVersion ? [`--kubernetes-version=${options.kubernetesVersion}`] : []),
   ];
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   const lines = createInterface({ input: child.stdout! });

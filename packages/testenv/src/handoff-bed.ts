@@ -1,16 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startCluster, stopClusterByName } from './cluster.js';
+import { CONTROLLER_IMAGE, startControllerImageRegistry } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { startPodRunner } from './pod-runner.js';
-
-/** The image baton-controller's Deployment names; the pod runner runs the controller from source for it. */
-const CONTROLLER_IMAGE_PREFIX = 'ghcr.io/baton-dev/baton-controller';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {
@@ -76,6 +74,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       writeFileSync(join(pushDir, f), text);
       files[`${gitPath}/baton-controller/${f}`] = text;
     }
+    copyProfileRules(o.profileDir, pushDir);
     const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
     const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
     const pullCredentialPath = writePullCredential(dir, git.credentials);
@@ -84,7 +83,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
-    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
+    const runner = await startControllerPods(o.kubeconfigPath, pushDir);
     return {
       runner,
       side: {
@@ -99,6 +98,32 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       },
     };
   });
+}
+
+/**
+ * The pod runner for baton-controller's Deployment: the image its manifest pins, pulled by digest from a local
+ * registry serving the image built from these sources (`ghcr.io` mapped to it).
+ */
+async function startControllerPods(kubeconfigPath: string, pushDir: string): Promise<{ stop(): Promise<void> }> {
+  const deployment = readdirSync(pushDir).find((f) => f.endsWith('deployment.yaml'));
+  if (!deployment) throw new Error(`${pushDir}: no *deployment.yaml with the baton-controller image`);
+  const registry = await startControllerImageRegistry(join(pushDir, deployment));
+  try {
+    const runner = await startPodRunner({
+      kubeconfigPath,
+      imagePrefix: CONTROLLER_IMAGE,
+      registryMirrors: { 'ghcr.io': registry.host },
+    });
+    return {
+      async stop() {
+        await runner.stop();
+        await registry.stop();
+      },
+    };
+  } catch (err) {
+    await registry.stop();
+    throw err;
+  }
 }
 
 /** What every controller side has besides its own parts: its directory, its Git server, the audit log and journal. */
@@ -144,6 +169,15 @@ export async function startSide<T extends object>(
   }
 }
 
+/**
+ * Copies the profile's rules (`rules/profile.yaml`: takeover rules and the plan's controller block) into the push set,
+ * where core finds them; the push reads only the top level as manifests.
+ */
+export function copyProfileRules(profileDir: string, pushDir: string): void {
+  mkdirSync(join(pushDir, 'rules'), { recursive: true });
+  cpSync(join(profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+}
+
 /** Writes `pull.yaml` (username, password; mode 0600) in `dir`: the plan's pull.credential.fromFile. */
 export function writePullCredential(dir: string, c: { readonly username: string; readonly password: string }): string {
   const path = join(dir, 'pull.yaml');
@@ -164,7 +198,7 @@ export async function writeAuditKeyFiles(
 
 /**
  * The HandoffPlan (baton.dev/v1alpha1) to baton-controller; relative paths are relative to the plan file. The controller
- * block repeats @baton/pulumi's `batonController()` as plan YAML: testenv depends on no baton package but errors.
+ * block and the pull Secret's name come from the profile the push set carries (`push/rules/profile.yaml`).
  */
 function planFor(p: {
   clusterName: string;
@@ -185,19 +219,8 @@ function planFor(p: {
       secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
     },
     pull: {
-      credential: { secretName: 'baton-pull-credential', fromFile: './pull.yaml' },
+      credential: { fromFile: './pull.yaml' },
       source: { url: p.url, ref: 'main', path: p.gitPath, revision: p.revision },
-    },
-    controller: {
-      name: 'baton-controller',
-      namespace: 'baton-system',
-      serviceAccount: 'baton-controller',
-      status: {
-        apiVersion: 'baton.dev/v1alpha1',
-        kind: 'GitSync',
-        name: 'baton-controller',
-        revisionPath: 'status.lastAppliedRevision',
-      },
     },
     takeover: { timeoutSeconds: 150 },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
@@ -235,6 +258,8 @@ export interface StartBedClusterOptions {
   readonly nodes?: number;
   /** Run the cluster in a background host that outlives this process (`pnpm baton testenv down` stops it). @default false */
   readonly detached?: boolean;
+  /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
+  readonly kubernetesVersion?: string;
 }
 
 /** A local cluster, in this process or detached, with one way to stop it. */
@@ -251,7 +276,11 @@ export interface BedCluster {
  * @throws when a component does not become ready.
  */
 export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<BedCluster> {
-  const common = { ...(o.name ? { name: o.name } : {}), nodes: o.nodes ?? 1 };
+  const common = {
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
+    nodes: o.nodes ?? 1,
+  };
   if (o.detached) {
     const c = await startDetachedCluster({ ...common, keep: true });
     return {
@@ -279,8 +308,8 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster) =>
+  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster) =>
     startBatonControllerSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
   );
 }
@@ -297,6 +326,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: o.detached } : {}),
+    ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
   });
   let side: S;
   try {

@@ -12,7 +12,13 @@ for (const a of process.argv.slice(2)) {
 try {
   const nodes = Number.parseInt(args.get('nodes') ?? '1', 10);
   const name = args.get('name');
-  const cluster = await startCluster({ ...(name ? { name } : {}), nodes, keep: args.get('keep') === 'true' });
+  const kubernetesVersion = args.get('kubernetes-version');
+  const cluster = await startCluster({
+    ...(name ? { name } : {}),
+    ...(kubernetesVersion ? { kubernetesVersion } : {}),
+    nodes,
+    keep: args.get('keep') === 'true',
+  });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -3,7 +3,19 @@ export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
 export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
-export { CONTROL_PLANE_VERSIONS, ensureControlPlaneBinaries } from './control-plane-binaries.js';
+export {
+  CONTROL_PLANE_VERSIONS,
+  ensureControlPlaneBinaries,
+  KUBERNETES_VERSION_ENV,
+  KUBERNETES_VERSIONS,
+  resolveKubernetesVersion,
+} from './control-plane-binaries.js';
+export {
+  buildControllerImage,
+  CONTROLLER_IMAGE,
+  CONTROLLER_IMAGE_LAYOUT,
+  startControllerImageRegistry,
+} from './controller-image.js';
 export type { DetachedCluster } from './detached.js';
 export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
@@ -29,6 +41,10 @@ export type {
   StartHandoffBedOptions,
 } from './handoff-bed.js';
 export { startBatonControllerSide, startBedCluster, startHandoffBed } from './handoff-bed.js';
+export type { ImagePodSpec } from './image-pod.js';
+export { imagePodCommand } from './image-pod.js';
+export type { ImageConfig, PulledImage } from './image-pull.js';
+export { ImagePullError, parseDigestReference, pullImage } from './image-pull.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
@@ -45,3 +61,5 @@ export type { PulumiEnv, PulumiEnvOptions, PulumiRunOptions, PulumiRunResult } f
 export { createPulumiEnv } from './pulumi/pulumi-env.js';
 export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
+export type { LocalRegistry } from './registry.js';
+export { startRegistry } from './registry.js';

@@ -3,9 +3,12 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessError } from '@baton/errors';
 import { parse } from 'yaml';
+import { imagePodCommand } from './image-pod.js';
+import { ImagePullError, type PulledImage, parseDigestReference, pullImage } from './image-pull.js';
 import { KubeHttp } from './kube-http.js';
 import { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 import { ManagedProcess } from './managed-process.js';
+import { cacheRoot } from './paths.js';
 
 /** Options of {@link startPodRunner}. */
 export interface StartPodRunnerOptions {
@@ -37,6 +40,15 @@ export interface StartPodRunnerOptions {
    * @default the baton controller's: `--kubeconfig`, `--identity`, `--port=0`, `--work-dir` (job mode: `--kubeconfig`)
    */
   readonly localProcess?: (pod: LocalPod) => Promise<LocalPodProcess> | LocalPodProcess;
+  /**
+   * Run the pod's image itself, pulled by digest, instead of `command`: registry hosts of image references mapped to
+   * local registries (e.g. `{ 'ghcr.io': '127.0.0.1:5000' }`, see `startRegistry`). The image runs in its own mount
+   * and PID namespaces on the host's network with its read-only root, its user, the container's args and env, the
+   * pod's ServiceAccount files and emptyDirs; `localProcess` then adds only args and env (default: `--port=0`, so
+   * that pods sharing the host's network do not collide on the controller's port). An image the registry does not
+   * have leaves the pod `ErrImagePull`, as a kubelet would.
+   */
+  readonly registryMirrors?: Readonly<Record<string, string>>;
 }
 
 /** A pod about to run as a local process: what {@link StartPodRunnerOptions.localProcess} may use. */
@@ -98,6 +110,8 @@ interface Pod {
     nodeName?: string;
     serviceAccountName?: string;
     containers: PodContainer[];
+    volumes?: { name: string; emptyDir?: object }[];
+    securityContext?: { runAsUser?: number; runAsGroup?: number };
   };
   status?: { phase?: string };
 }
@@ -105,7 +119,10 @@ interface Pod {
 interface PodContainer {
   name: string;
   image: string;
+  command?: string[];
   args?: string[];
+  volumeMounts?: { name: string; mountPath: string }[];
+  securityContext?: { runAsUser?: number; runAsGroup?: number };
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
 }
 
@@ -126,6 +143,9 @@ const controllerProcess = (p: LocalPod): LocalPodProcess => ({
 });
 
 const jobProcess = (p: LocalPod): LocalPodProcess => ({ args: [`--kubeconfig=${p.kubeconfigPath}`] });
+
+/** An image's process shares the host's network: a fresh port for the controller's health, metrics and webhook. */
+const imageProcess = (): LocalPodProcess => ({ args: ['--port=0'] });
 
 /** A container env var's value: a literal, or a fieldRef into the pod's metadata (what the kubelet resolves). */
 function envValue(pod: Pod, e: NonNullable<PodContainer['env']>[number]): string | undefined {
@@ -199,6 +219,8 @@ interface KubeletSite {
 /** The pod runner's state: one process a matching pod, brought in line with the pod list on each tick. */
 class LocalKubelet {
   private readonly entries = new Map<string, Entry>();
+  /** Pods (by uid) whose image could not be pulled: they stay ErrImagePull. */
+  private readonly pullFailed = new Set<string>();
   private readonly isJob: boolean;
 
   constructor(
@@ -275,11 +297,33 @@ class LocalKubelet {
 
   private async startPod(key: string, pod: Pod, restarts: number): Promise<void> {
     const container = this.containerOf(pod);
-    if (!container) return;
+    if (!container || this.pullFailed.has(pod.metadata.uid)) return;
     const token = await this.mintPodToken(pod);
     if (!token) return;
     const dir = join(this.site.baseDir, `${pod.metadata.namespace}_${pod.metadata.name}`);
     await mkdir(join(dir, 'work'), { recursive: true });
+    const podEnv = containerEnv(pod, container);
+    const spec = this.options.registryMirrors
+      ? await this.imageSpec(pod, container, token, dir, podEnv, this.options.registryMirrors)
+      : await this.localSpec(pod, container, token, dir, podEnv);
+    if (!spec) return;
+    const proc = await ManagedProcess.start({
+      name: `pod ${key}`,
+      logPath: join(dir, 'log'),
+      cwd: this.options.cwd ?? REPO_ROOT,
+      ...spec,
+    });
+    this.entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
+  }
+
+  /** The from-source stand-in: `command` with the container's args, a kubeconfig, and the host's environment. */
+  private async localSpec(
+    pod: Pod,
+    container: PodContainer,
+    token: string,
+    dir: string,
+    podEnv: Record<string, string>,
+  ): Promise<{ command: string; args: string[]; env: NodeJS.ProcessEnv }> {
     await writeFile(join(dir, 'token'), token, { mode: 0o600 });
     const kubeconfig = join(dir, 'kubeconfig');
     await writeFile(kubeconfig, this.podKubeconfig(dir, token), { mode: 0o600 });
@@ -290,13 +334,9 @@ class LocalKubelet {
       kubeconfigPath: kubeconfig,
       workDir: join(dir, 'work'),
     });
-    const podEnv = containerEnv(pod, container);
-    const proc = await ManagedProcess.start({
-      name: `pod ${key}`,
+    return {
       command: cmd!,
       args: [...lead, ...(container.args ?? []).map((a) => expandVars(a, podEnv)), ...local.args],
-      logPath: join(dir, 'log'),
-      cwd: this.options.cwd ?? REPO_ROOT,
       env: {
         ...process.env,
         ...podEnv,
@@ -305,8 +345,83 @@ class LocalKubelet {
         POD_NAMESPACE: pod.metadata.namespace,
         BATON_OWNER_PID: String(process.pid),
       },
+    };
+  }
+
+  /**
+   * The image itself, pulled by digest from the mapped registry; undefined when the pull fails, after the pod's
+   * container status says `ErrImagePull` with the reason.
+   */
+  private async imageSpec(
+    pod: Pod,
+    container: PodContainer,
+    token: string,
+    dir: string,
+    podEnv: Record<string, string>,
+    mirrors: Readonly<Record<string, string>>,
+  ): Promise<{ command: string; args: string[]; env: Record<string, string> } | undefined> {
+    let image: PulledImage;
+    try {
+      const ref = parseDigestReference(container.image);
+      const registry = ref ? mirrors[ref.host] : undefined;
+      if (!ref || !registry)
+        throw new ImagePullError(
+          `failed to pull image "${container.image}": the test bed pulls only by digest (@sha256:…) from ${Object.keys(mirrors).join(', ')}`,
+        );
+      image = await pullImage({ ...ref, registry, cacheDir: join(cacheRoot(), 'image', 'rootfs') });
+    } catch (err) {
+      if (!(err instanceof ImagePullError)) throw err;
+      this.pullFailed.add(pod.metadata.uid);
+      await this.reportWaiting(pod, container, err.reason, err.message);
+      return undefined;
+    }
+    const local = await (this.options.localProcess ?? imageProcess)({
+      namespace: pod.metadata.namespace,
+      name: pod.metadata.name,
+      kubeconfigPath: '',
+      workDir: join(dir, 'work'),
     });
-    this.entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
+    const sc = { ...pod.spec.securityContext, ...container.securityContext };
+    const volumes = new Set((pod.spec.volumes ?? []).filter((v) => v.emptyDir).map((v) => v.name));
+    const args = container.command === undefined ? (container.args ?? image.config.Cmd ?? []) : (container.args ?? []);
+    return imagePodCommand({
+      image,
+      dir,
+      namespace: pod.metadata.namespace,
+      token,
+      caPem: Buffer.from(this.site.caData, 'base64').toString(),
+      server: new URL(this.site.server),
+      ...(container.command ? { command: container.command.map((a) => expandVars(a, podEnv)) } : {}),
+      args: [...args.map((a) => expandVars(a, podEnv)), ...local.args],
+      env: { ...podEnv, ...local.env },
+      emptyDirs: (container.volumeMounts ?? []).filter((m) => volumes.has(m.name)).map((m) => m.mountPath),
+      user: {
+        ...(sc.runAsUser !== undefined ? { uid: sc.runAsUser } : {}),
+        ...(sc.runAsGroup !== undefined ? { gid: sc.runAsGroup } : {}),
+      },
+      ownerPid: process.pid,
+    });
+  }
+
+  /** The pod stays Pending with its container waiting, as a kubelet reports a pull that failed. */
+  private async reportWaiting(pod: Pod, container: PodContainer, reason: string, message: string): Promise<void> {
+    const at = new Date().toISOString();
+    await this.http.request(
+      'PATCH',
+      `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`,
+      {
+        status: {
+          phase: 'Pending',
+          conditions: [
+            { type: 'Ready', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
+            { type: 'ContainersReady', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
+          ],
+          containerStatuses: [notReadyContainer(container, { waiting: { reason, message } })],
+        },
+      },
+      undefined,
+      'application/merge-patch+json',
+    );
   }
 
   /** A token of the pod's ServiceAccount bound to the pod, as the kubelet projects it; undefined when refused. */
@@ -384,22 +499,27 @@ function terminatedStatus(e: Entry, container: PodContainer): unknown {
     phase: exitCode === 0 ? 'Succeeded' : 'Failed',
     conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: finishedAt }],
     containerStatuses: [
-      {
-        name: container.name,
-        image: container.image,
-        imageID: '',
-        ready: false,
-        restartCount: 0,
-        started: false,
-        state: {
-          terminated: {
-            exitCode,
-            reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
-            startedAt: e.startedAt,
-            finishedAt,
-          },
+      notReadyContainer(container, {
+        terminated: {
+          exitCode,
+          reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
+          startedAt: e.startedAt,
+          finishedAt,
         },
-      },
+      }),
     ],
+  };
+}
+
+/** A container status that is not ready, in `state` (waiting or terminated). */
+function notReadyContainer(container: PodContainer, state: unknown): unknown {
+  return {
+    name: container.name,
+    image: container.image,
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    started: false,
+    state,
   };
 }

@@ -35,6 +35,15 @@ beforeAll(async () => {
 afterAll(() => removeDir(dir));
 
 describe.concurrent('baton audit, as a user runs it', () => {
+  test("keygen without --name names a new log's key for its origin (C2SP tlog-checkpoint)", async () => {
+    const out = join(dir, 'keys-origin');
+    const r = await runCli(['audit', 'keygen', '--out', out, '--origin', 'ops.example/audit']);
+    expect(r.code, r.stderr).toBe(0);
+    const trusted = parseTrustedKeys(await readFile(join(out, 'trusted-keys.yaml'), 'utf8'), 'k');
+    expect(trusted.toFile().keys[0]!.key).toMatch(/^ops\.example\/audit\+[0-9a-f]{8}\+/);
+    expect(r.stdout).toMatch(/private key: {2}.*ops\.example_audit-[0-9a-f]{8}\.key/);
+  });
+
   test('keygen writes a 0600 private key and a trusted-keys file, prints both paths and never the secret', async () => {
     const out = join(dir, 'keys');
     const r = await runCli(['audit', 'keygen', '--out', out, '--name', 'ops-2026', '--origin', 'ops.example/audit']);

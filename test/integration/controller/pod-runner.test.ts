@@ -1,5 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { type PodRunner, startPodRunner } from '@baton/testenv';
+import { readFileSync } from 'node:fs';
+import { readFile, readlink } from 'node:fs/promises';
+import { clientsFromKubeconfigFile, deploymentState } from '@baton/kube';
+import { type LocalRegistry, type PodRunner, startControllerImageRegistry, startPodRunner } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';
 import {
@@ -14,20 +16,34 @@ import {
   WEBHOOK_SECRET,
 } from './harness.js';
 
-// No manual step: the push creates the controller's Deployment, kwok "runs" its pod, and testenv's
-// pod runner acts as the kubelet for the controller image by starting main.ts with a token bound
-// to that pod, for its ServiceAccount.
+// No manual step: the push creates the controller's Deployment, kwok "runs" its pod, and testenv's pod runner acts
+// as the kubelet for the controller image: it pulls the digest 40-deployment.yaml pins from a local registry serving
+// the image built from these sources, and runs it in its own mount and PID namespaces as 65532 with a token bound to
+// that pod, for its ServiceAccount.
+const DEPLOYMENT = new URL('../../../bootstrap-manifests/baton-controller/40-deployment.yaml', import.meta.url)
+  .pathname;
 let env: ControllerEnv;
+let registry: LocalRegistry;
 let runner: PodRunner | undefined;
 
 beforeAll(async () => {
+  registry = await startControllerImageRegistry(DEPLOYMENT);
   env = await startEnv();
 });
 
 afterAll(async () => {
   await runner?.stop();
   await env?.stop();
+  await registry?.stop();
 });
+
+/** The container's process: the outer shell's unshare's child (chroot execs the entrypoint). */
+function containerPid(outerPid: number): number {
+  const children = (pid: number) =>
+    readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  const unshare = children(outerPid).find((p) => readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'unshare')!;
+  return children(unshare)[0]!;
+}
 
 async function leaseHolder() {
   const lease = await env.admin.get<{ spec?: { holderIdentity?: string | null } }>(
@@ -60,6 +76,7 @@ describe('testenv pod runner for the controller image', () => {
     runner = await startPodRunner({
       kubeconfigPath: env.cluster.kubeconfigPath,
       imagePrefix: 'ghcr.io/baton-dev/baton-controller',
+      registryMirrors: { 'ghcr.io': registry.host },
     });
 
     await eventually(
@@ -74,6 +91,20 @@ describe('testenv pod runner for the controller image', () => {
     expect(await leaseHolder()).toBe(pod);
     const log = await readFile(runner.pods()[0]!.logPath, 'utf8');
     expect(log).toContain('"msg":"sync succeeded"');
+
+    // The image's entrypoint, as 65532, PID 1 of its own PID namespace, in its own mount namespace, in its root.
+    const pid = containerPid(runner.pods()[0]!.pid);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    expect(status).toMatch(/^Uid:\s+65532\s+65532\s+65532\s+65532$/m);
+    expect(status).toMatch(/^NSpid:\s+\d+\s+1$/m);
+    expect(await readlink(`/proc/${pid}/ns/mnt`)).not.toBe(await readlink('/proc/self/ns/mnt'));
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(
+      expect.arrayContaining(['/usr/local/bin/node', '/app/main.mjs', '--namespace=baton-system']),
+    );
+    const root = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+      .split('\n')
+      .find((l) => l.split(' ')[4] === '/');
+    expect(root?.split(' ')[5]).toMatch(/(^|,)ro(,|$)/);
 
     // Delete the pod: the ReplicaSet makes a new one, the runner stops the old process and starts one for it.
     await env.admin.call('DELETE', `/api/v1/namespaces/${NS}/pods/${pod}`, { gracePeriodSeconds: 0 });
@@ -107,5 +138,46 @@ describe('testenv pod runner for the controller image', () => {
     await runner.stop();
     runner = undefined;
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it('leaves a pod whose digest the registry does not have ErrImagePull, and the Deployment says why', async () => {
+    const missing = `ghcr.io/baton-dev/baton-controller@sha256:${'0'.repeat(64)}`;
+    runner = await startPodRunner({
+      kubeconfigPath: env.cluster.kubeconfigPath,
+      imagePrefix: 'ghcr.io/baton-dev/baton-controller',
+      registryMirrors: { 'ghcr.io': registry.host },
+    });
+    const labels = { 'app.kubernetes.io/name': 'unpulled' };
+    await env.admin.call('POST', `/apis/apps/v1/namespaces/${NS}/deployments`, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'unpulled', namespace: NS },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'controller', image: missing }] } },
+      },
+    });
+    type PodList = {
+      items: { status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] } }[];
+    };
+    const waiting = async () =>
+      (
+        await env.admin.call<PodList>(
+          'GET',
+          `/api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io%2Fname%3Dunpulled`,
+        )
+      ).items[0]?.status?.containerStatuses?.[0]?.state?.waiting;
+    await eventually(async () => (await waiting())?.reason === 'ErrImagePull', 60_000, 'ErrImagePull', 500);
+    expect((await waiting())?.message).toContain(
+      `${registry.host}/baton-dev/baton-controller@sha256:${'0'.repeat(64)}`,
+    );
+    expect(runner.pods().filter((p) => p.name.startsWith('unpulled'))).toEqual([]);
+
+    // What the takeover reads: the Deployment is not Available, and the reason names the pull that failed.
+    const clients = clientsFromKubeconfigFile(env.cluster.kubeconfigPath);
+    const state = await deploymentState(clients, NS, 'unpulled');
+    expect(state.isAvailable).toBe(false);
+    expect(state.reason).toMatch(/container controller ErrImagePull: failed to pull image .*not found/);
   });
 });

@@ -21,6 +21,7 @@ import {
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
+import { recordCompatMetrics } from '../../support/compat.js';
 import {
   auditEventsBy,
   bootstrapMints,
@@ -83,6 +84,7 @@ describe('a handoff to real Flux', () => {
   it('ends handed-off: Flux applied the commit, owns what Git carries; CRDs, RBAC and the pull Secret are push-only', async () => {
     const { deps, captured } = testHandoffDeps(loaded, bed.kubeconfigPath);
     s = await runHandoff(loaded, deps);
+    recordCompatMetrics('flux', s);
     logText = captured.text();
     expect(s.outcome, s.error).toBe('handed-off');
     expect(s.takeover?.revisionSeen).toBe(`main@sha1:${bed.side.revision}`);

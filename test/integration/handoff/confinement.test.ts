@@ -5,6 +5,7 @@ import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
+import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 
@@ -47,6 +48,7 @@ beforeAll(async () => {
     },
   });
   summary = await runHandoff(env.loaded, deps);
+  recordCompatMetrics('confinement', summary);
   expect(captured.text()).not.toContain(stolen);
 }, 600_000);
 
@@ -205,6 +207,11 @@ describe('the bootstrap credential is confined to the plan by the API server', (
     const w = summary.credential!.writeWindowSeconds!;
     expect(w).toBeGreaterThan(0);
     expect(w).toBeLessThan(summary.credential!.liveSeconds);
+    // Issue 18: the bindings go with the close, and the token itself was denied get on the planned Secrets.
+    const p = summary.credential!.privilegeWindowSeconds!;
+    expect(p).toBeGreaterThan(0);
+    expect(p).toBeLessThan(summary.credential!.liveSeconds);
+    expect(summary.confinement!.verifiedObjects).toBe(summary.confinement!.allowed.length);
     expect(JSON.stringify(summary)).not.toMatch(JWT_PATTERN);
   });
 
@@ -223,8 +230,9 @@ describe('the bootstrap credential is confined to the plan by the API server', (
     expect(afterTokenStatus).toBe(201);
     expect(Object.keys(after)).toHaveLength(13);
     for (const [what, r] of Object.entries(after)) expect(r.status, what).toBe(403);
+    // The bindings were deleted with the close: RBAC refuses before admission sees the write.
     expect(after['re-apply the planned ServiceAccount exactly (the push is over)']!.message).toContain(
-      'the push is complete',
+      `User "${summary.credential!.subject}" cannot patch`,
     );
   });
 
@@ -240,7 +248,9 @@ describe('the bootstrap credential is confined to the plan by the API server', (
       (e) =>
         (e.responseStatus?.code ?? 0) < 400 &&
         Date.parse(e.stageTimestamp) > closedAt &&
-        !['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(e.objectRef?.resource ?? ''),
+        !['selfsubjectrulesreviews', 'selfsubjectreviews', 'selfsubjectaccessreviews'].includes(
+          e.objectRef?.resource ?? '',
+        ),
     );
     expect(allowedAfter.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });

@@ -15,6 +15,7 @@ import {
   ruleAtoms,
 } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
+import { recordCompatMetrics } from '../../support/compat.js';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, statusOfCall } from '../../support/kube.js';
@@ -39,6 +40,7 @@ describe('baton up on a fresh cluster', () => {
     ).toHaveLength(1);
     expect(won).toHaveLength(1);
     winner = won[0]!.value;
+    recordCompatMetrics('happy-path', winner);
     expect(lost[0]!.reason).toBeInstanceOf(LockHeldError);
     expect((lost[0]!.reason as Error).message).toContain(`cluster is locked by run ${winner.runId} by test`);
     logText = a.captured.text() + b.captured.text();
@@ -111,8 +113,11 @@ describe('baton up on a fresh cluster', () => {
         expect(e.requestURI, 'only discovery outside resources').toMatch(/^\/(api|apis)(\/|$|\?)/);
         continue;
       }
+      // Its own reviews: the scope check's rules, the proof's who-am-I, and (issue 18) the access reviews that confirm
+      // the privilege ended.
       const isSelfReview =
-        ['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(r.resource) && e.verb === 'create';
+        ['selfsubjectrulesreviews', 'selfsubjectreviews', 'selfsubjectaccessreviews'].includes(r.resource) &&
+        e.verb === 'create';
       const atom = `${r.apiGroup ?? ''}|${r.resource}|${e.verb}|${e.verb === 'create' ? '*' : r.name}`;
       expect(isSelfReview || allowed.has(atom), `${atom} not in the plan`).toBe(true);
     }

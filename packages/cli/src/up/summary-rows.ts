@@ -19,6 +19,7 @@ export function summaryRows(s: HandoffSummary): { field: string; value: string }
     ['credential fingerprint', s.credential?.fingerprint],
     ['credential live seconds', s.credential?.liveSeconds],
     ['write window seconds', s.credential?.writeWindowSeconds],
+    ['privilege window seconds', s.credential?.privilegeWindowSeconds],
     [
       'confinement',
       s.confinement

@@ -48,7 +48,7 @@ export async function confine(run: HandoffRun): Promise<void> {
     objects,
   });
   // Noted before the install: a half-installed confinement (policy without binding) is removed like a whole one.
-  run.confinement = { plan: confinement, probeDenied: false };
+  run.confinement = { plan: confinement, expected: objects, probeDenied: false };
   await installConfinement(operator, confinement);
   run.confinement.installedAt = run.clock.now();
   run.fact(`${confinement.allowed.length} objects allowed by ${confinement.name}`);

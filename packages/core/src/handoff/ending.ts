@@ -8,7 +8,7 @@ import { HandoffStep } from './types.js';
 // server that stops answering for a while must not skip a revoke; what could not be done is noted on the run.
 
 /**
- * Closes the write window if the push did not, then deletes the throwaway Secret (the token stops authenticating
+ * Waits for the close the push started (bounded), closes the write window if the push did not, then deletes the throwaway Secret (the token stops authenticating
  * within the API server's 10 s cache), the ServiceAccount and its RBAC. A failing revoke is retried with backoff for
  * `revokeRetryMs`, never past the token's own expiry; each request is bounded, so a hung API server is retried too.
  * Without a minted token, a confinement is removed at once (there is nothing for it to confine).
@@ -19,8 +19,12 @@ export async function revoke(run: HandoffRun): Promise<void> {
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const c = run.confinement;
-  // A close started after the push may still be confirming: let it finish (it never throws) before closing again.
-  await run.closing;
+  // A close started after the push may still be confirming: let it finish (it never throws) before closing again,
+  // but no longer than one request's deadline: an API server that stalled mid-close must not hold the revoke.
+  if (run.closing)
+    await withDeadline(run.clock, requestMs, 'the close after the push', () => run.closing!).catch(() =>
+      run.log.warn('the close after the push did not finish; revoking anyway'),
+    );
   if (c?.installedAt && !c.closedAt && run.identity) {
     await withDeadline(run.clock, requestMs, 'closing the confinement', () => closeConfinement(operator, c.plan))
       .then(() => {
@@ -54,7 +58,12 @@ export async function revoke(run: HandoffRun): Promise<void> {
       run.proofFailure = `revocation failed: ${safeError(err)}${expiry}; run baton revoke once the API server answers`;
     }
   }
-  if (!run.identity && c) await removeConfinementSafely(run);
+  if (!run.identity && c) {
+    // No token was seen. Had one been requested, its response may have been lost with the token live: then only a
+    // proven deletion of its bound Secret lets the confinement go; otherwise it stays, denying every write.
+    if (!run.ref || run.revoked) await removeConfinementSafely(run);
+    else keepConfinement(run, 'the revocation failed after a token request whose answer baton never saw');
+  }
 }
 
 /**

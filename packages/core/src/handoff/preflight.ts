@@ -11,17 +11,49 @@ import {
   toKubeApiError,
 } from '@baton/kube';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { withDeadline } from '../clock.js';
 import { type HandoffRun, safeError } from './run.js';
 
-/** The oldest Kubernetes minor version baton runs against: ValidatingAdmissionPolicy is GA (v1) from 1.30. */
-export const MIN_KUBERNETES_MINOR = 30;
+/**
+ * The Kubernetes 1.x minors the compatibility suite (`pnpm test:compat`, docs/compatibility.md) hands off on.
+ * Preflight refuses an older server (nothing backs a promise there) and warns for a newer one.
+ */
+export const TESTED_KUBERNETES_MINORS = [34, 35, 36, 37] as const;
 
-/** Whether a `/version` major and minor (`1`, `36+`) is Kubernetes 1.30 or newer. */
-export function isSupportedKubernetes(major: string, minor: string): boolean {
-  const ma = Number.parseInt(major, 10);
-  const mi = Number.parseInt(minor, 10);
-  return ma > 1 || (ma === 1 && mi >= MIN_KUBERNETES_MINOR);
+/** The oldest Kubernetes minor baton runs against: the oldest tested. */
+export const MIN_KUBERNETES_MINOR = TESTED_KUBERNETES_MINORS[0];
+
+/** The newest tested Kubernetes minor; a newer server gets a warning, not a refusal. */
+export const MAX_TESTED_KUBERNETES_MINOR = TESTED_KUBERNETES_MINORS.at(-1)!;
+
+/** How a server's version relates to the tested ones. */
+export type KubernetesSupport = 'older' | 'tested' | 'newer';
+
+/**
+ * Places a `/version` answer against the tested minors. Managed clusters stamp minors like `34+` and git versions
+ * like `v1.34.2-eks-1a2b3c`; the minor falls back to the git version when it is not a number.
+ */
+export function kubernetesSupport(version: {
+  readonly major: string;
+  readonly minor: string;
+  readonly gitVersion?: string;
+}): KubernetesSupport {
+  const fromGit = /^v?(\d+)\.(\d+)/.exec(version.gitVersion ?? '');
+  const ma = Number.parseInt(version.major, 10) || Number(fromGit?.[1] ?? Number.NaN);
+  const mi = Number.parseInt(version.minor, 10);
+  const minor = Number.isNaN(mi) ? Number(fromGit?.[2] ?? Number.NaN) : mi;
+  if (Number.isNaN(ma) || Number.isNaN(minor)) return 'older';
+  if (ma !== 1) return ma > 1 ? 'newer' : 'older';
+  if (minor < MIN_KUBERNETES_MINOR) return 'older';
+  return minor > MAX_TESTED_KUBERNETES_MINOR ? 'newer' : 'tested';
 }
+
+/** Whether a `/version` major and minor (`1`, `36+`) is the oldest tested minor or newer. */
+export function isSupportedKubernetes(major: string, minor: string): boolean {
+  return kubernetesSupport({ major, minor }) !== 'older';
+}
+
+const TESTED_LIST = TESTED_KUBERNETES_MINORS.map((m) => `1.${m}`).join(', ');
 
 /**
  * Reads the API server's version, identity and the APIs the handoff needs (TokenRequest, ValidatingAdmissionPolicy),
@@ -35,9 +67,16 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
     () => operator.version.getCode(),
     'check --kubeconfig/--context and that the API server is up',
   );
-  if (!isSupportedKubernetes(version.major, version.minor)) {
+  const support = kubernetesSupport(version);
+  if (support === 'older') {
     throw new KubeApiError(
-      `the API server is Kubernetes ${version.gitVersion}; baton needs 1.${MIN_KUBERNETES_MINOR} or newer, where ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) confines the bootstrap credential to the plan; upgrade the cluster`,
+      `the API server is Kubernetes ${version.gitVersion || `${version.major}.${version.minor}`}, older than every version baton is tested on (${TESTED_LIST}); baton needs 1.${MIN_KUBERNETES_MINOR} or newer, where its confinement of the bootstrap credential (ValidatingAdmissionPolicy CEL, TokenRequest) is proven; upgrade the cluster to 1.${MIN_KUBERNETES_MINOR} or newer`,
+    );
+  }
+  if (support === 'newer') {
+    run.log.warn(
+      { serverVersion: version.gitVersion, testedMinors: TESTED_LIST },
+      `the API server is Kubernetes ${version.gitVersion}, newer than every version baton is tested on (${TESTED_LIST}); continuing, but check the confinement with \`baton plan\` first and report a difference`,
     );
   }
   const core = await kubeCall('discover core/v1 resources', () => operator.core.getAPIResources());
@@ -55,7 +94,9 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
     operator.authn.createSelfSubjectReview({ body: {} }),
   );
   run.operatorName = who.status?.userInfo?.username ?? 'unknown';
-  run.fact(`Kubernetes ${version.gitVersion}, operator ${run.operatorName}`);
+  run.fact(
+    `Kubernetes ${version.gitVersion}${support === 'newer' ? ` (newer than tested ${TESTED_LIST})` : ''}, operator ${run.operatorName}`,
+  );
   try {
     await operator.core.readNamespace({ name: run.plan.batonNamespace });
   } catch (err) {
@@ -64,8 +105,9 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
   }
 }
 
+/** Whether the API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies (discovery, no list). */
 // Discovery, not a list: an operator without rights on admission policies must fail at the install, saying so.
-async function servesAdmissionPolicies(operator: KubeClients): Promise<boolean> {
+export async function servesAdmissionPolicies(operator: KubeClients): Promise<boolean> {
   try {
     const r = await operator.kc.makeApiClient(AdmissionregistrationV1Api).getAPIResources();
     return r.resources.some((x) => x.name === 'validatingadmissionpolicies');
@@ -138,10 +180,13 @@ export async function holdLock(run: HandoffRun): Promise<HeldLock> {
     lock,
     async release() {
       stop.abort();
-      await renewing;
-      await releaseHandoffLock(operator, lock).catch((err: unknown) =>
-        run.log.error({ err: safeError(err) }, 'could not release the lock'),
-      );
+      // A renewal in flight against a stalled API server must not hold the run's exit: each wait is bounded, and a
+      // Lease left behind expires by itself (its holder's PID is dead, so the next run takes it over).
+      const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+      await withDeadline(clock, requestMs, 'the last lock renewal', () => renewing).catch(() => {});
+      await withDeadline(clock, requestMs, 'releasing the handoff lock', () =>
+        releaseHandoffLock(operator, lock),
+      ).catch((err: unknown) => run.log.error({ err: safeError(err) }, 'could not release the lock'));
     },
   };
 }

@@ -1,6 +1,14 @@
 import { ConfinementError } from '@baton/errors';
-import { closeConfinement, probeClosed } from '@baton/kube';
-import { pollUntil } from '../clock.js';
+import {
+  type ConfinementProbe,
+  checkPushedObjects,
+  closeConfinement,
+  isAllowed,
+  planReads,
+  probeClosed,
+  unbindBootstrapIdentity,
+} from '@baton/kube';
+import { pollUntil, withDeadline } from '../clock.js';
 import { pushManifests } from '../push.js';
 import { checkTakeover, type TakeoverState } from '../takeover.js';
 import { type HandoffRun, seconds } from './run.js';
@@ -23,48 +31,102 @@ export async function push(run: HandoffRun): Promise<void> {
     { fieldManager: run.plan.push.fieldManager, clock: run.clock, signal: run.signal },
   );
   run.pushEndMs = run.clock.monotonicMs();
-  run.closing = closeWriteWindow(run).catch((err: unknown) => run.windowNotClosed.abort(err));
+  run.closing = closeWriteWindow(run)
+    .then(() => verifyAfterClose(run))
+    .catch((err: unknown) => run.windowNotClosed.abort(err));
 }
 
 /**
- * Switches the confinement to deny-all and waits until a planned write by the identity is denied; `closedAt` is that
- * first denial (the policy takes a moment to reach the admission chain).
- * @throws {ConfinementError} when the switch fails or is not effective within the confinement timeout.
+ * Ends the credential's privilege as soon as the push's last write returned, with the operator's credential and under
+ * deadlines: switches the confinement to deny-all and, alongside, deletes the identity's RoleBindings and
+ * ClusterRoleBinding (the RBAC authorizer drops them within milliseconds; the token keeps authenticating, for the
+ * API server's 10 s cache, until the revocation). Then confirms as the token itself: a re-apply of a planned object
+ * is refused (by the closed policy or by RBAC) — `closedAt`, the end of the write window — and a
+ * SelfSubjectAccessReview of `get` on every planned Secret and the first planned object is denied —
+ * `privilegeEndedAt`, the end of the privilege window.
+ * @throws {ConfinementError} when the switch, the unbinding or either confirmation fails within the confinement
+ * timeout.
  */
 export async function closeWriteWindow(run: HandoffRun): Promise<void> {
   const c = run.confinement;
   if (!c?.installedAt || c.closedAt) return;
-  const planned = run.set!.objects[0]!.object;
+  const { operator } = run.deps;
+  const bootstrap = run.bootstrap!;
+  const objects = run.set!.objects.map((m) => m.object);
+  const planned = objects[0]!;
+  const reads = planReads(objects);
+  const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+  const bounded = <T>(what: string, call: () => Promise<T>) => withDeadline(run.clock, requestMs, what, call);
   const closeStart = run.clock.monotonicMs();
   try {
-    await closeConfinement(run.deps.operator, c.plan);
+    await Promise.all([
+      bounded('closing the confinement', () => closeConfinement(operator, c.plan)),
+      run.ref ? bounded('deleting the bootstrap bindings', () => unbindBootstrapIdentity(operator, run.ref!)) : [],
+    ]);
     await pollUntil(
       async () => {
-        const p = await probeClosed(run.bootstrap!, c.plan, planned);
-        return p.denied ? p : undefined;
+        if (!c.closedAt) {
+          const p = await bounded('a planned write with the token', () => probeClosed(bootstrap, c.plan, planned));
+          if (p.denied || isRefusedByRbac(p, c.plan.subject)) c.closedAt = run.clock.now();
+        }
+        if (!c.privilegeEndedAt) {
+          const allowed = await bounded('an access review with the token', () =>
+            Promise.all(reads.map((r) => isAllowed(bootstrap, r))),
+          );
+          if (!allowed.includes(true)) c.privilegeEndedAt = run.clock.now();
+        }
+        return c.closedAt && c.privilegeEndedAt ? true : undefined;
       },
       {
         clock: run.clock,
         intervalMs: 20,
         timeoutMs: run.deps.confinementTimeoutMs ?? 10_000,
-        what: 'the closed confinement denying a planned write',
+        what: 'every write and read of the plan refused to the token',
       },
     );
   } catch (err) {
     throw new ConfinementError(
-      `could not close the write window of ${c.plan.subject} after the push (${(err as Error).message}); revoking the credential now instead of after the takeover`,
+      `could not end the privilege of ${c.plan.subject} after the push (${(err as Error).message}); revoking the credential now instead of after the takeover`,
       { cause: err },
     );
   }
-  c.closedAt = run.clock.now();
   c.closeMs = Math.round(run.clock.monotonicMs() - closeStart);
+  const issued = run.identity!.issuedAt.getTime();
+  const writeWindowSeconds = seconds(c.closedAt!.getTime() - issued);
+  const privilegeWindowSeconds = seconds(c.privilegeEndedAt!.getTime() - issued);
   run.fact(
-    `${run.set!.objects.length} objects pushed; writes denied ${seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime())} s after issue`,
+    `${objects.length} objects pushed; writes denied ${writeWindowSeconds} s and reads ${privilegeWindowSeconds} s after issue`,
   );
-  run.log.info(
-    { policy: c.plan.name, writeWindowSeconds: seconds(c.closedAt.getTime() - run.identity!.issuedAt.getTime()) },
-    'closed the write window',
-  );
+  run.log.info({ policy: c.plan.name, writeWindowSeconds, privilegeWindowSeconds }, 'closed the write window');
+}
+
+// Once the bindings are gone, RBAC refuses the write before admission sees it: that ends the window as surely.
+function isRefusedByRbac(p: ConfinementProbe, subject: string): boolean {
+  return p.status === 403 && p.message.includes(`User "${subject}" cannot`);
+}
+
+/**
+ * The post-close check: once the identity can no longer write, reads every pushed object with the operator's
+ * credential and compares it with the plan (see {@link checkPushedObjects}: Secrets by a digest of their values, held
+ * in memory only; every other object by each field the plan declares). Admission pins a Secret's keys, not its values,
+ * and may pin a large object only partly: this is where the rest is verified.
+ * @throws {ConfinementError} naming every object that differs and its fields (never a value): the run fails closed
+ * (revoke, prove, record `failed`, no receipt).
+ */
+export async function verifyAfterClose(run: HandoffRun): Promise<void> {
+  const c = run.confinement;
+  if (!c?.closedAt) return;
+  const r = await checkPushedObjects(run.deps.operator, c.expected);
+  if (r.mismatches.length > 0) {
+    const list = r.mismatches.map((m) => `${m.object} (${m.fields.slice(0, 5).join(', ')})`).join('; ');
+    throw new ConfinementError(
+      `post-close check: ${r.mismatches.length} pushed object(s) differ from the plan ${c.plan.planDigest}: ${list}; someone wrote them during the push window (the bootstrap credential is revoked now); inspect them, restore them from the plan, then rerun`,
+      { details: { objects: r.mismatches.map((m) => m.object) } },
+    );
+  }
+  c.verifiedAt = run.clock.now();
+  c.verifiedObjects = r.checked;
+  run.log.info({ objects: r.checked }, 'every pushed object matches the plan');
 }
 
 /**

@@ -116,6 +116,9 @@ export function handoffRecord(run: HandoffRun): HandoffRecord {
             ...(credential.writeWindowSeconds !== undefined
               ? { writeWindowSeconds: credential.writeWindowSeconds }
               : {}),
+            ...(credential.privilegeWindowSeconds !== undefined
+              ? { privilegeWindowSeconds: credential.privilegeWindowSeconds }
+              : {}),
           },
         }
       : {}),
@@ -173,6 +176,7 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     allowed: c.plan.allowed,
     validationCount: c.plan.validationCount,
     policyBytes: c.plan.policyBytes,
+    partlyPinned: c.plan.partlyPinned,
     probeDenied: c.probeDenied,
     installedAt: c.installedAt?.toISOString() ?? null,
     closedAt: c.closedAt?.toISOString() ?? null,
@@ -181,6 +185,7 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
     ...(c.probeMs !== undefined ? { probeSeconds: seconds(c.probeMs) } : {}),
     ...(c.closeMs !== undefined ? { closeSeconds: seconds(c.closeMs) } : {}),
     ...(c.keptBecause ? { kept: c.keptBecause } : {}),
+    ...(c.verifiedAt ? { verifiedAt: c.verifiedAt.toISOString(), verifiedObjects: c.verifiedObjects ?? 0 } : {}),
   };
 }
 
@@ -190,6 +195,7 @@ export function credentialSummary(run: HandoffRun): HandoffSummary['credential']
   if (!id) return undefined;
   const revokedAt = run.proof?.revokedAt;
   const closedAt = run.confinement?.closedAt;
+  const privilegeEndedAt = run.confinement?.privilegeEndedAt;
   const end = (revokedAt ?? id.expiresAt).getTime();
   return {
     subject: id.username,
@@ -202,6 +208,8 @@ export function credentialSummary(run: HandoffRun): HandoffSummary['credential']
     liveSeconds: seconds(end - id.issuedAt.getTime()),
     // Without a closed confinement, the credential could write for as long as it authenticated.
     writeWindowSeconds: seconds(Math.min(closedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
+    // Without a confirmed denial, the credential held its rules for as long as it authenticated.
+    privilegeWindowSeconds: seconds(Math.min(privilegeEndedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
     rules: flattenRules(run.rules ?? { cluster: [], namespaced: {} }),
   };
 }

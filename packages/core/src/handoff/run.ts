@@ -4,6 +4,7 @@ import type {
   BootstrapIdentity,
   BootstrapIdentityRef,
   BootstrapRules,
+  ConfinedObject,
   Confinement,
   HandoffLock,
   KubeClients,
@@ -23,10 +24,21 @@ import type { HandoffDeps, HandoffStep } from './types.js';
 /** The confinement of this run's identity, as far as it got. */
 export interface ConfinementState {
   readonly plan: Confinement;
+  /**
+   * What each planned object must hold once pushed (Secret values included, in memory only): the post-close check
+   * compares the cluster with it.
+   */
+  readonly expected: readonly ConfinedObject[];
   /** Set once the policy and binding were created (a failed install may have left the policy alone). */
   installedAt?: Date;
   probeDenied: boolean;
+  /** When a planned write by the token was first refused after the push (the end of the write window). */
   closedAt?: Date;
+  /**
+   * When the token was first denied `get` on the planned Secrets after its bindings were deleted (the end of its
+   * privilege: it may still authenticate until the revocation is proven, but is authorized for nothing of the plan).
+   */
+  privilegeEndedAt?: Date;
   removedAt?: Date;
   /** Milliseconds of the live window spent on the probe outside the plan, and on closing the write window. */
   probeMs?: number;
@@ -35,6 +47,9 @@ export interface ConfinementState {
   activeWaitMs?: number;
   /** Why the policy was kept, when it was. */
   keptBecause?: string;
+  /** When the post-close check found every pushed object as planned, and how many it read. */
+  verifiedAt?: Date;
+  verifiedObjects?: number;
 }
 
 /** The revocation proof: the first 401 and the TokenReview after it. */
@@ -103,7 +118,10 @@ export class HandoffRun {
   readonly signal: AbortSignal;
   readonly budget = new AbortController();
   readonly lockLost = new AbortController();
-  /** Aborted when the write window could not be closed after the push: revoke at once. */
+  /**
+   * Aborted when the write window could not be closed after the push, or the post-close check found a pushed object
+   * that differs from the plan: revoke at once.
+   */
   readonly windowNotClosed = new AbortController();
   /** Closing the write window, started at the end of the push. */
   closing: Promise<void> | undefined;

@@ -101,6 +101,11 @@ export interface HandoffSummary {
      * which it could write, next to `liveSeconds`, the window in which it authenticated.
      */
     readonly writeWindowSeconds?: number;
+    /**
+     * Seconds from issue until the credential, asking as itself, was denied `get` on the planned Secrets once its
+     * bindings were deleted after the push: the window in which it could read or write anything of the plan.
+     */
+    readonly privilegeWindowSeconds?: number;
     readonly rules: readonly RbacRule[];
   };
   /** The admission-level confinement of the bootstrap identity to the plan. */
@@ -148,6 +153,11 @@ export interface ConfinementSummary {
   readonly allowed: readonly string[];
   readonly validationCount: number;
   readonly policyBytes: number;
+  /**
+   * Objects too large to pin whole, pinned inline by their security-relevant fields only (Kind/namespace/name): the
+   * post-close check compares the rest.
+   */
+  readonly partlyPinned: readonly string[];
   /** A write outside the plan, made with the credential before the push, was denied by the policy. */
   readonly probeDenied: boolean;
   readonly installedAt: string | null;
@@ -163,6 +173,13 @@ export interface ConfinementSummary {
   readonly probeSeconds?: number;
   /** Seconds from the end of the push until the closed policy denied a planned write (the window's end). */
   readonly closeSeconds?: number;
+  /**
+   * When the post-close check (operator's credential, after the close) found every pushed object as planned, Secret
+   * values by digest; absent when it did not run or found a difference (the run then failed naming the object).
+   */
+  readonly verifiedAt?: string;
+  /** How many pushed objects the post-close check read and compared. */
+  readonly verifiedObjects?: number;
 }
 
 /** What a run that completed a killed run's handoff found and recorded (see {@link HandoffSummary.resumed}). */

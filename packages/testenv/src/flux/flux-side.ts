@@ -6,6 +6,7 @@ import {
   type AuditKeyPaths,
   type BedCluster,
   type ControllerSide,
+  copyProfileRules,
   type HandoffBed,
   type StartBedClusterOptions,
   startBedWith,
@@ -81,7 +82,7 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
-    await mkdir(join(pushDir, 'rules'), { recursive: true });
+    await mkdir(pushDir, { recursive: true });
     const files: Record<string, string> = {};
     for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
       const text = render(f, readFileSync(join(o.profileDir, f), 'utf8'), url, o.intervals);
@@ -90,7 +91,7 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
     }
     if (!existsSync(join(pushDir, '05-crds.generated.yaml')))
       cpSync(controllers.crdsPath, join(pushDir, '05-crds.yaml'));
-    cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+    copyProfileRules(o.profileDir, pushDir);
     if (o.privilege === 'cluster-admin')
       cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-reconciler.yaml'));
     const example = join(o.profileDir, 'example', GIT_PATH);
@@ -153,22 +154,11 @@ function fluxPlan(
     cluster: { name: clusterName, kubeconfig: kubeconfigPath },
     push: { credential: 'bootstrap-token', profile: 'flux', manifests: './push', budgetSeconds: 300 },
     pull: {
-      credential: { secretName: 'flux-system', fromFile: './pull.yaml' },
+      credential: { fromFile: './pull.yaml' },
       source: { url, ref: 'main', path: GIT_PATH, revision },
     },
-    controller: {
-      name: 'kustomize-controller',
-      namespace: 'flux-system',
-      serviceAccount: 'kustomize-controller',
-      fieldManager: 'kustomize-controller',
-      privilege: o.privilege,
-      status: {
-        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-        kind: 'Kustomization',
-        name: 'flux-system',
-        revisionPath: 'status.lastAppliedRevision',
-      },
-    },
+    // The rest of the controller block (kustomize-controller, its status object and field manager) is the profile's.
+    controller: { privilege: o.privilege },
     takeover: { timeoutSeconds: o.timeoutSeconds },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
     journalDir: './journal',
@@ -185,8 +175,8 @@ export interface StartFluxBedOptions
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster: BedCluster) =>
+  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster: BedCluster) =>
     startFluxSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
   );
 }

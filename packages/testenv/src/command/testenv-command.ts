@@ -1,18 +1,19 @@
-import { ConfigError } from '@baton/errors';
+import { ConfigError, isBatonError } from '@baton/errors';
+import { Command, CommanderError, Option } from '@commander-js/extra-typings';
+import { listClusters, stopClusterByName } from '../cluster.js';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
-  ensureFluxControllers,
-  ensurePulumiEngine,
-  FLUX_VERSIONS,
-  KubeHttp,
-  listClusters,
-  PULUMI_VERSIONS,
-  startDetachedCluster,
-  stopClusterByName,
-} from '@baton/testenv';
-import { Command, Option } from '@commander-js/extra-typings';
-import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
+  KUBERNETES_VERSIONS,
+  resolveKubernetesVersion,
+} from '../control-plane-binaries.js';
+import { startDetachedCluster } from '../detached.js';
+import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
+import { KubeHttp } from '../kube-http.js';
+import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
+import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
+
+const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;
 
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -25,7 +26,10 @@ function intOption(flag: string) {
   };
 }
 
-/** `baton testenv …`: real local control planes for tests, benchmarks and the demo. */
+/**
+ * `baton testenv …`: real local control planes for tests, benchmarks and the demo. The one definition of the noun:
+ * `@baton/cli` loads it when `@baton/testenv` is installed, and this package's `baton-testenv` bin runs it alone.
+ */
 export function testenvCommand(): Command {
   const cmd = new Command('testenv').description(
     'start, list and stop real local Kubernetes control planes (built from Go modules)',
@@ -37,11 +41,21 @@ export function testenvCommand(): Command {
     .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
     .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
     .option('--keep', 'keep the data directory after `down`', false)
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .option('--json', 'print one JSON object: name, server, kubeconfigPath, auditLogPath', false)
     .action(async (o) => {
-      if (!o.json) err('building or reusing the control-plane binaries, then starting the cluster…');
-      await ensureControlPlaneBinaries({ onProgress: o.json ? () => {} : err });
-      const c = await startDetachedCluster({ ...(o.name ? { name: o.name } : {}), nodes: o.nodes, keep: o.keep });
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      if (!o.json)
+        err(
+          `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster…`,
+        );
+      await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: o.json ? () => {} : err });
+      const c = await startDetachedCluster({
+        ...(o.name ? { name: o.name } : {}),
+        nodes: o.nodes,
+        keep: o.keep,
+        kubernetesVersion,
+      });
       const out = { name: c.name, server: c.server, kubeconfigPath: c.kubeconfigPath, auditLogPath: c.auditLogPath };
       if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
       else {
@@ -120,9 +134,11 @@ export function testenvCommand(): Command {
       "also build Flux's source-controller and kustomize-controller (minutes and 1.6 GB when cold) and write their CRDs to bootstrap-manifests/flux",
       false,
     )
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .option('--json', 'print what was built as JSON', false)
     .action(async (o) => {
-      const bins = await ensureControlPlaneBinaries({ force: o.force, onProgress: err });
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      const bins = await ensureControlPlaneBinaries({ force: o.force, kubernetesVersion, onProgress: err });
       const engine = o.pulumi ? await ensurePulumiEngine({ force: o.force, onProgress: err }) : undefined;
       const flux = o.flux ? await ensureFluxControllers({ force: o.force, onProgress: err }) : undefined;
       const builds = [...bins.builds, ...(engine?.builds ?? []), ...(flux?.builds ?? [])].map((b) => ({
@@ -136,7 +152,7 @@ export function testenvCommand(): Command {
       }));
       if (o.json)
         process.stdout.write(
-          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, ...(engine ? PULUMI_VERSIONS : {}), ...(flux ? FLUX_VERSIONS : {}) }, builds, ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}) }, null, 2)}\n`,
+          `${JSON.stringify({ versions: { ...CONTROL_PLANE_VERSIONS, kubernetes: kubernetesVersion, ...(engine ? PULUMI_VERSIONS : {}), ...(flux ? FLUX_VERSIONS : {}) }, builds, ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}) }, null, 2)}\n`,
         );
       else
         for (const b of builds)
@@ -151,4 +167,21 @@ export function testenvCommand(): Command {
 interface NodeLike {
   metadata: { name: string; creationTimestamp?: string };
   status?: { conditions?: { type: string; status: string }[]; nodeInfo?: { kubeletVersion?: string } };
+}
+
+/**
+ * Runs `baton-testenv <verb> …` (the noun as a program of its own) and resolves to the exit code, as `baton` maps
+ * them: 0 ok, 1 failed, 2 usage or config error. Only entry points map errors to exit codes.
+ */
+export async function runTestenvCli(argv: readonly string[]): Promise<number> {
+  const program = testenvCommand().name('baton-testenv').showHelpAfterError().exitOverride();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    // --help "fails" with exit code 0.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    process.stderr.write(`baton-testenv: ${err instanceof Error ? err.message : String(err)}\n`);
+    return isBatonError(err) && err.code === 'config' ? 2 : 1;
+  }
 }

@@ -1,0 +1,102 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { parseHandoffPlan } from '@baton/core';
+import { ConfigError } from '@baton/errors';
+import { Command } from '@commander-js/extra-typings';
+import { parse } from 'yaml';
+import { writeNewSigningKey } from '../audit/keygen.js';
+import { planTemplate } from './plan-template.js';
+import { renderPushSet, shippedProfileDir } from './render-push-set.js';
+
+/**
+ * `baton init`: a commented handoff plan on stdout that hands off as it stands once the pull credential file exists;
+ * the push set rendered for the Git source (`<dir>/push`) and an audit signing key (`<dir>/audit`) beside it.
+ */
+export function initCommand() {
+  return new Command('init')
+    .description(
+      'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
+    )
+    .requiredOption('--profile <name>', 'controller profile: baton-controller, flux (bootstrap-manifests/<name>)')
+    .requiredOption('--git-url <url>', 'repository the controller pulls from, without credentials')
+    .option('--ref <ref>', 'branch the controller follows', 'main')
+    .option('--path <path>', 'directory in the repository the controller applies (default: clusters/<name>)')
+    .option('--name <cluster>', 'cluster name in the audit log and receipt', 'my-cluster')
+    .option('--dir <dir>', 'where the plan will live: push/ and audit/ are written here', '.')
+    .option('--from <dir>', 'the profile folder to render (default: bootstrap-manifests/<profile> of this baton)')
+    .action(async (o) => {
+      const r = await initPlan(o);
+      process.stdout.write(r.text);
+      process.stderr.write(
+        `baton: wrote the push set to ${r.pushDir} and the audit key to ${r.signingKeyPath}; save the plan in ${r.dir}, ` +
+          `write the read-only Git credential to ${r.pullCredentialPath} (mode 0600), then run baton plan and baton up\n`,
+      );
+    });
+}
+
+/** Options of {@link initPlan}: `baton init`'s flags. */
+export interface InitOptions {
+  readonly profile: string;
+  readonly gitUrl: string;
+  readonly ref: string;
+  readonly path?: string;
+  readonly name: string;
+  readonly dir: string;
+  readonly from?: string;
+}
+
+/**
+ * Renders the push set into `<dir>/push`, writes an audit key into `<dir>/audit` (unless one is there) and returns
+ * the plan's text, validated as `baton up` would load it from `<dir>`. Writes nothing to stdout or stderr.
+ * @throws {ConfigError} naming the flag when the profile is unknown, `<dir>/push` is not empty, or the plan is refused.
+ */
+export async function initPlan(o: InitOptions): Promise<InitResult> {
+  if (/^[a-z]+:\/\/[^/]*@/.test(o.gitUrl))
+    throw new ConfigError(
+      `--git-url ${o.gitUrl.replace(/\/\/[^/]*@/, '//***@')} carries credentials; pass the URL without them and put the read-only credential in the pull credential file`,
+    );
+  const profileDir = o.from ? resolve(o.from) : shippedProfileDir(o.profile);
+  if (!profileDir)
+    throw new ConfigError(
+      `--profile ${o.profile}: no bootstrap-manifests/${o.profile} found next to this baton; pass --from <the profile folder>`,
+    );
+  const dir = resolve(o.dir);
+  const pushDir = resolve(dir, 'push');
+  if (existsSync(pushDir) && readdirSync(pushDir).length > 0)
+    throw new ConfigError(
+      `${pushDir} is not empty; remove it or pass another --dir (init never overwrites a push set)`,
+    );
+  const path = o.path ?? `clusters/${o.name}`;
+  const { profile } = renderPushSet(profileDir, pushDir, { url: o.gitUrl, ref: o.ref, path });
+  if (profile.name !== o.profile)
+    throw new ConfigError(
+      `--from ${profileDir} is profile ${profile.name}, not ${o.profile}; pass the matching --profile`,
+    );
+  const signingKeyPath = resolve(dir, 'audit', 'baton.key');
+  if (!existsSync(signingKeyPath)) await writeNewSigningKey({ out: resolve(dir, 'audit'), name: 'baton' });
+  const rel = (p: string) => `./${relative(dir, p)}`;
+  const text = planTemplate({
+    profile,
+    clusterName: o.name,
+    url: o.gitUrl,
+    ref: o.ref,
+    path,
+    manifests: rel(pushDir),
+    signingKeyPath: rel(signingKeyPath),
+    pullCredentialPath: './pull-credential.yaml',
+  });
+  parseHandoffPlan(parse(text, { version: '1.1' }), '<baton init>', dir);
+  return { text, dir, pushDir, signingKeyPath, pullCredentialPath: resolve(dir, 'pull-credential.yaml') };
+}
+
+/** What {@link initPlan} wrote, and the plan's text. */
+export interface InitResult {
+  /** The plan (YAML with comments). */
+  readonly text: string;
+  /** Where the plan belongs (its relative paths resolve here). */
+  readonly dir: string;
+  readonly pushDir: string;
+  readonly signingKeyPath: string;
+  /** Where the plan expects the pull credential (not written: it is the user's secret). */
+  readonly pullCredentialPath: string;
+}

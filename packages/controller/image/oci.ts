@@ -1,0 +1,93 @@
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { blobPath, IMAGE_USER, type Layer, putBlob } from './layers.js';
+
+/** OCI media types this build writes. */
+export const MEDIA_TYPE = {
+  index: 'application/vnd.oci.image.index.v1+json',
+  manifest: 'application/vnd.oci.image.manifest.v1+json',
+  config: 'application/vnd.oci.image.config.v1+json',
+  layer: 'application/vnd.oci.image.layer.v1.tar+gzip',
+  empty: 'application/vnd.oci.empty.v1+json',
+  spdx: 'application/spdx+json',
+} as const;
+
+/** An OCI content descriptor. */
+export interface Descriptor {
+  readonly mediaType: string;
+  readonly digest: string;
+  readonly size: number;
+  readonly artifactType?: string;
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+/** What the image runs: its entrypoint, environment and the port it serves. */
+export interface ImageRuntime {
+  readonly entrypoint: readonly string[];
+  readonly env: readonly string[];
+  readonly exposedPort: number;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+
+/**
+ * The image config (no `created` field and no timestamps in its history, so it depends on content alone) and its
+ * manifest, both stored as blobs. Runs as 65532:65532; /tmp is the one declared volume (an emptyDir in the pod).
+ */
+export function imageManifest(blobDir: string, layers: readonly Layer[], run: ImageRuntime): Descriptor {
+  const config = {
+    architecture: 'amd64',
+    os: 'linux',
+    config: {
+      User: `${IMAGE_USER.uid}:${IMAGE_USER.gid}`,
+      Env: run.env,
+      Entrypoint: run.entrypoint,
+      WorkingDir: '/',
+      ExposedPorts: { [`${run.exposedPort}/tcp`]: {} },
+      Volumes: { '/tmp': {} },
+      Labels: run.labels,
+    },
+    rootfs: { type: 'layers', diff_ids: layers.map((l) => l.diffId) },
+    history: layers.map((l) => ({ created_by: l.createdBy })),
+  };
+  const configBlob = putBlob(blobDir, json(config));
+  const manifest = {
+    schemaVersion: 2,
+    mediaType: MEDIA_TYPE.manifest,
+    config: { mediaType: MEDIA_TYPE.config, ...configBlob },
+    layers: layers.map((l) => ({ mediaType: MEDIA_TYPE.layer, digest: l.digest, size: l.size })),
+    annotations: run.labels,
+  };
+  return { mediaType: MEDIA_TYPE.manifest, ...putBlob(blobDir, json(manifest)) };
+}
+
+/** An artifact manifest carrying one file (the SBOM) whose `subject` is the image, as an OCI referrer. */
+export function referrerManifest(blobDir: string, subject: Descriptor, file: Buffer, mediaType: string): Descriptor {
+  const empty = putBlob(blobDir, Buffer.from('{}'));
+  const manifest = {
+    schemaVersion: 2,
+    mediaType: MEDIA_TYPE.manifest,
+    artifactType: mediaType,
+    config: { mediaType: MEDIA_TYPE.empty, ...empty },
+    layers: [{ mediaType, ...putBlob(blobDir, file) }],
+    subject: { mediaType: subject.mediaType, digest: subject.digest, size: subject.size },
+  };
+  return { mediaType: MEDIA_TYPE.manifest, artifactType: mediaType, ...putBlob(blobDir, json(manifest)) };
+}
+
+/**
+ * Writes an OCI image layout at `outDir` (replacing what was there) holding `manifests` and every blob they reach,
+ * copied from the blob store: `oci-layout`, `index.json`, `blobs/sha256/…`.
+ */
+export function writeLayout(outDir: string, blobDir: string, manifests: readonly Descriptor[], blobs: string[]): void {
+  const tmp = `${outDir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(join(tmp, 'blobs', 'sha256'), { recursive: true });
+  for (const digest of new Set(blobs)) copyFileSync(blobPath(blobDir, digest), blobPath(join(tmp, 'blobs'), digest));
+  writeFileSync(join(tmp, 'oci-layout'), json({ imageLayoutVersion: '1.0.0' }));
+  writeFileSync(join(tmp, 'index.json'), json({ schemaVersion: 2, mediaType: MEDIA_TYPE.index, manifests }));
+  mkdirSync(dirname(outDir), { recursive: true });
+  if (existsSync(outDir)) rmSync(outDir, { recursive: true, force: true });
+  renameSync(tmp, outDir);
+}

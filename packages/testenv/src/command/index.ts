@@ -1,0 +1,1 @@
+export { runTestenvCli, testenvCommand } from './testenv-command.js';

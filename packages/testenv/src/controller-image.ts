@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ConfigError, ProcessError } from '@baton/errors';
+import { withFileLock } from './file-lock.js';
+import { cacheRoot } from './paths.js';
+import { type LocalRegistry, startRegistry } from './registry.js';
+
+const run = promisify(execFile);
+const REPO_ROOT = new URL('../../../', import.meta.url).pathname;
+
+/** The image baton-controller's Deployment names. */
+export const CONTROLLER_IMAGE = 'ghcr.io/baton-dev/baton-controller';
+/** Where `pnpm image:build` writes the layout. */
+export const CONTROLLER_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton-controller');
+
+let built: Promise<string> | undefined;
+
+/**
+ * Builds the controller image from these sources (`pnpm image:build`; warm, only the bundle and its small layer are
+ * new), once per process and one build at a time on the machine, and returns its digest.
+ * @throws ProcessError when the build fails.
+ */
+export function buildControllerImage(): Promise<string> {
+  built ??= withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
+    try {
+      const { stdout } = await run(
+        process.execPath,
+        ['--conditions=@baton/source', '--import', 'tsx', 'packages/controller/image/build.ts'],
+        { cwd: REPO_ROOT, maxBuffer: 1 << 20 },
+      );
+      return stdout.trim();
+    } catch (err) {
+      built = undefined;
+      throw new ProcessError(
+        `pnpm image:build failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
+        { cause: err },
+      );
+    }
+  });
+  return built;
+}
+
+/**
+ * A local registry serving the controller image built from these sources, after checking that the profile's
+ * Deployment pins that digest (the bed runs what the manifests pin, never something else).
+ * @throws ConfigError when `deploymentPath` pins another digest: rebuild and pin with `pnpm image:build --pin`.
+ */
+export async function startControllerImageRegistry(deploymentPath: string): Promise<LocalRegistry> {
+  const digest = await buildControllerImage();
+  const pinned = /image: ghcr\.io\/baton-dev\/baton-controller@(sha256:[0-9a-f]{64})/.exec(
+    readFileSync(deploymentPath, 'utf8'),
+  )?.[1];
+  if (pinned !== digest)
+    throw new ConfigError(
+      `${deploymentPath}: pins ${CONTROLLER_IMAGE}@${pinned ?? '(no digest)'}, but these sources build ${digest}; run \`pnpm image:build --pin\` and commit the digest`,
+    );
+  const registry = await startRegistry();
+  try {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/controller/package.json'), 'utf8')) as {
+      version: string;
+    };
+    await registry.push(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
+    return registry;
+  } catch (err) {
+    await registry.stop();
+    throw err;
+  }
+}

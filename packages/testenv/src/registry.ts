@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ProcessError } from '@baton/errors';
+import { ManagedProcess } from './managed-process.js';
+import { freePorts } from './ports.js';
+
+/** Debian's `docker-registry` (CNCF Distribution 2.8), the local OCI registry. */
+export const REGISTRY_BINARY = '/usr/bin/docker-registry';
+
+/** OCI and Docker manifest media types a pull accepts. */
+export const MANIFEST_ACCEPT = [
+  'application/vnd.oci.image.manifest.v1+json',
+  'application/vnd.docker.distribution.manifest.v2+json',
+].join(', ');
+
+/** A registry on loopback with its own storage, as {@link startRegistry} starts it. */
+export interface LocalRegistry {
+  /** `127.0.0.1:PORT`, what image references name as their registry host once mapped. */
+  readonly host: string;
+  /**
+   * Pushes the image an OCI image layout's `index.json` names `ref` (its `org.opencontainers.image.ref.name`) to
+   * `repository`, blobs first, then the manifest by its digest and tagged `ref`.
+   * @returns the manifest's digest.
+   * @throws ProcessError when the layout has no such image or the registry refuses an upload.
+   */
+  push(layoutDir: string, repository: string, ref: string): Promise<string>;
+  /** Stops the registry and removes its storage. */
+  stop(): Promise<void>;
+}
+
+const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+/**
+ * Starts Debian's `docker-registry` on a free loopback port with a temporary storage directory, and waits until
+ * it answers `GET /v2/`.
+ * @throws ProcessError when the binary is missing (`scripts/setup.sh` installs it) or it does not come up.
+ */
+export async function startRegistry(): Promise<LocalRegistry> {
+  if (!existsSync(REGISTRY_BINARY))
+    throw new ProcessError(
+      `local registry: ${REGISTRY_BINARY} is missing; install Debian's docker-registry (scripts/setup.sh does)`,
+    );
+  const dir = await mkdtemp(join(tmpdir(), 'baton-registry-'));
+  const [port] = await freePorts(1);
+  const host = `127.0.0.1:${port}`;
+  const config = join(dir, 'config.yml');
+  await writeFile(
+    config,
+    `version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${host}\n`,
+  );
+  const proc = await ManagedProcess.start({
+    name: 'docker-registry',
+    command: REGISTRY_BINARY,
+    args: ['serve', config],
+    logPath: join(dir, 'registry.log'),
+    env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
+  });
+  const base = `http://${host}/v2`;
+  try {
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      if (!proc.isRunning) throw await proc.exitError();
+      const ok = await fetch(`${base}/`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (performance.now() > deadline) throw new ProcessError(`local registry on ${host} did not answer in 30 s`);
+      await sleep(100);
+    }
+  } catch (err) {
+    await proc.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    host,
+    push: (layoutDir, repository, ref) => pushLayout(base, layoutDir, repository, ref),
+    async stop() {
+      await proc.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function pushLayout(base: string, layoutDir: string, repository: string, ref: string): Promise<string> {
+  const index = JSON.parse(await readFile(join(layoutDir, 'index.json'), 'utf8')) as {
+    manifests: { digest: string; mediaType: string; annotations?: Record<string, string> }[];
+  };
+  const desc = index.manifests.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === ref);
+  if (!desc) throw new ProcessError(`${layoutDir}/index.json: no image named ${ref}; run \`pnpm image:build\``);
+  const blob = (digest: string) => readFile(join(layoutDir, 'blobs/sha256', digest.slice('sha256:'.length)));
+  const manifestBytes = await blob(desc.digest);
+  const manifest = JSON.parse(manifestBytes.toString()) as { config: { digest: string }; layers: { digest: string }[] };
+  for (const digest of [manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) {
+    if ((await fetch(`${base}/${repository}/blobs/${digest}`, { method: 'HEAD' })).ok) continue;
+    const start = await fetch(`${base}/${repository}/blobs/uploads/`, { method: 'POST' });
+    const location = start.headers.get('location');
+    if (start.status !== 202 || !location)
+      throw new ProcessError(`local registry: starting an upload to ${repository} answered ${start.status}`);
+    const url = new URL(location, base);
+    url.searchParams.set('digest', digest);
+    const data = await blob(digest);
+    const put = await fetch(url, {
+      method: 'PUT',
+      body: data,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    if (put.status !== 201) throw new ProcessError(`local registry: uploading ${digest} answered ${put.status}`);
+  }
+  for (const tag of [desc.digest, ref]) {
+    const res = await fetch(`${base}/${repository}/manifests/${tag}`, {
+      method: 'PUT',
+      body: manifestBytes,
+      headers: { 'content-type': desc.mediaType },
+    });
+    if (res.status !== 201)
+      throw new ProcessError(`local registry: putting manifest ${tag} answered ${res.status}: ${await res.text()}`);
+  }
+  return sha256(manifestBytes);
+}

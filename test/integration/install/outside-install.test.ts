@@ -1,0 +1,142 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { createPulumiEnv, ensurePulumiEngine, type HandoffBed, type PulumiEnv } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoBed } from '../../../scripts/demo/bed.js';
+import { configureStack } from '../../../scripts/demo/pulumi-up.js';
+import { JWT_PATTERN } from '../../support/handoff-run.js';
+import {
+  installUserPulumiProject,
+  type OutsideInstall,
+  type PackedTarballs,
+  packPackages,
+  runtimeClosure,
+} from '../../support/outside-install.js';
+import { stackCli } from '../pulumi/pulumi-fixture.js';
+
+// baton as a user gets it: the CLI and the Pulumi component packed, `npm install`ed into a fresh directory outside the
+// repository (third-party dependencies from the registry), and run from there against a test-bed cluster: the
+// installed `baton up`, and `pulumi up` of a TypeScript program of the project's own, compiled with its own tsc.
+const execFileAsync = promisify(execFile);
+const STACK = `outside${process.pid}`;
+
+const startedAt = performance.now();
+const packDir = join(tmpdir(), `baton-pack-${process.pid}`);
+let tarballs: PackedTarballs;
+let project: OutsideInstall;
+const printed: string[] = [];
+
+beforeAll(async () => {
+  tarballs = await packPackages(runtimeClosure(['@baton/cli', '@baton/pulumi']), packDir);
+  project = await installUserPulumiProject(tarballs);
+}, 900_000);
+
+afterAll(async () => {
+  await project?.remove();
+  await rm(packDir, { recursive: true, force: true });
+  const sizes = Object.fromEntries([...(tarballs?.values() ?? [])].map((t) => [t.path.split('/').pop(), t.bytes]));
+  process.stderr.write(
+    `outside install: tarballs ${JSON.stringify(sizes)} bytes; npm install ${project?.installSeconds.toFixed(1)} s; node_modules ${((project?.nodeModulesBytes ?? 0) / 1e6).toFixed(0)} MB; file wall time ${((performance.now() - startedAt) / 1000).toFixed(0)} s\n`,
+  );
+});
+
+/** Paths under `dir` (relative), recursively. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name)));
+}
+
+/** Runs an installed bin in the project, as a user's shell does; rejects with its output on a non-zero exit. */
+async function runBin(name: string, args: readonly string[]) {
+  const r = await execFileAsync(project.bin(name), [...args], {
+    cwd: project.dir,
+    env: project.env,
+    timeout: 600_000,
+  }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+  printed.push(r.stdout, r.stderr);
+  return { code: 'code' in r ? r.code : 0, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('the installed packages', () => {
+  it('are compiled JavaScript: no TypeScript sources, no tsx, and no test bed', async () => {
+    const nodeModules = join(project.dir, 'node_modules');
+    const baton = await filesUnder(join(nodeModules, '@baton'));
+    expect(baton.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(baton).toContain('cli/dist/main.js');
+    expect(baton).toContain('pulumi/dist/provider.js');
+    expect(existsSync(join(nodeModules, 'tsx'))).toBe(false);
+    expect(existsSync(join(nodeModules, '@baton', 'testenv'))).toBe(false);
+    const cli = JSON.parse(readFileSync(join(nodeModules, '@baton', 'cli', 'package.json'), 'utf8')) as {
+      version: string;
+      dependencies: Record<string, string>;
+    };
+    expect(Object.values(cli.dependencies).filter((v) => v.startsWith('workspace:'))).toEqual([]);
+    expect((await runBin('baton', ['--version'])).stdout).toBe(`${cli.version}\n`);
+  });
+
+  it('baton testenv without @baton/testenv fails as a usage error naming the package to install', async () => {
+    const r = await runBin('baton', ['testenv', 'ls']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('the package @baton/testenv is not installed');
+    expect(r.stderr).toContain('npm install @baton/testenv');
+  });
+});
+
+describe('the installed baton up', () => {
+  let bed: HandoffBed;
+  beforeAll(async () => {
+    bed = await startDemoBed({ name: `outside-cli-${process.pid}` });
+  }, 600_000);
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('hands a test-bed cluster off', async () => {
+    const r = await runBin('baton', ['up', '--plan', bed.side.planPath, '-o', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { outcome: string; revision: string };
+    expect(summary).toMatchObject({ outcome: 'handed-off', revision: bed.side.revision });
+    for (const secret of bed.side.secretValues) expect(printed.join('\n')).not.toContain(secret);
+    expect(printed.join('\n')).not.toMatch(JWT_PATTERN);
+  }, 600_000);
+});
+
+describe('pulumi up of a program of its own that imports the installed @baton/pulumi', () => {
+  let bed: HandoffBed;
+  let env: PulumiEnv;
+  const cli = (args: readonly string[], input?: string) => stackCli(env, project.dir, STACK, printed).run(args, input);
+
+  beforeAll(async () => {
+    bed = await startDemoBed({ name: `outside-pulumi-${process.pid}` });
+    // The test bed's engine and language host; no NODE_OPTIONS loader and no NODE_PATH into the monorepo.
+    env = await createPulumiEnv({ engine: await ensurePulumiEngine(), env: { NODE_OPTIONS: '', NODE_PATH: '' } });
+    await env.run(['stack', 'init', STACK], { cwd: project.dir });
+    await configureStack(bed, cli);
+  }, 600_000);
+
+  afterAll(async () => {
+    await env?.cleanup();
+    expect(await env?.processes()).toEqual([]);
+    await bed?.stop();
+  });
+
+  it('hands off; a second up changes nothing', async () => {
+    await cli(['up', '--yes']);
+    const receipt = JSON.parse((await cli(['stack', 'output', '--json', 'receipt'])).stdout) as {
+      outcome: string;
+      revision: string;
+      proof: { probeStatus: number };
+    };
+    expect(receipt).toMatchObject({ outcome: 'handed-off', revision: bed.side.revision, proof: { probeStatus: 401 } });
+
+    // --expect-no-changes makes the CLI fail (and `cli` throw) on any change.
+    const again = await cli(['up', '--yes', '--expect-no-changes']);
+    expect(again.stdout).toMatch(/3 unchanged/);
+    for (const secret of bed.side.secretValues) expect(printed.join('\n')).not.toContain(secret);
+    expect(printed.join('\n')).not.toMatch(JWT_PATTERN);
+  }, 900_000);
+});
