@@ -102,7 +102,8 @@ async function dryRunOne(
     const status = statusOf(err);
     const message = toKubeApiError(err, `dry-run server-side apply of ${object}`).message;
     // Before the push neither the controller namespace nor the set's CRDs exist; the handoff creates them first.
-    if (status === 404 && !INSTALL_KINDS[o.kind])
+    // A kind the API server does not serve yet fails in discovery (client-node's own error, no status) or with 404.
+    if ((status === 404 || status === 0) && !INSTALL_KINDS[o.kind])
       return {
         object,
         result: 'deferred',

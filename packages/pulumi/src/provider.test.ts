@@ -182,7 +182,7 @@ describe('the preview of a refused manifest set', () => {
   it('fails naming the rule and the plan field, before anything touches a cluster', async () => {
     const bad = inputs({ controller: { ...inputs().controller, name: 'missing' } });
     await expect(withLoadedPlan(bad, true, previewHandoff)).rejects.toThrow(
-      /has no Deployment baton-system\/missing \(controller.name\)/,
+      /has no Deployment or StatefulSet baton-system\/missing \(controller.name\)/,
     );
   });
 });
