@@ -128,10 +128,10 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
     objects: k8s.KubernetesObjectApi.makeApiClient(timed),
     rest: new KubeRestClient({
       server: cluster.server,
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
       // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin (baton's
-      // runner, see prepareAuth), impersonation, TLS server name and proxy agent, fresh for each request.
+      // runner, as for the typed clients), impersonation, TLS server name and proxy agent, fresh for each request.
       authorize: (o: RequestOptions) => timed.applyToHTTPSOptions(o),
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     }),
   };
 }

@@ -75,7 +75,9 @@ function setup(script: Script = {}) {
         calls.push('close policy');
         return script.isCloseHung ? new Promise(() => {}) : {};
       },
-      readUntyped: async (ref: KubeObject) => {
+    },
+    rest: {
+      read: async (ref: KubeObject) => {
         calls.push(`read ${ref.kind}`);
         return script.held?.[ref.metadata.name] ?? objects.find((o) => o.metadata.name === ref.metadata.name);
       },
@@ -96,7 +98,7 @@ function setup(script: Script = {}) {
     );
   const bootstrap = {
     server: operator.server,
-    objects: {
+    rest: {
       apply: (o: KubeObject, opts: { dryRun?: boolean }) => {
         calls.push(opts.dryRun ? 'probe write' : `push ${o.kind}`);
         return opts.dryRun ? denied() : Promise.resolve(o);
