@@ -5,10 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startCluster, stopClusterByName } from './cluster.js';
-import { CONTROLLER_IMAGE, startControllerImageRegistry } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { startPodRunner } from './pod-runner.js';
+
+/** The image baton-controller's Deployment names; the pod runner runs the controller from source for it. */
+const CONTROLLER_IMAGE_PREFIX = 'ghcr.io/baton-dev/baton-controller';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {
@@ -83,7 +85,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
-    const runner = await startControllerPods(o.kubeconfigPath, pushDir);
+    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
     return {
       runner,
       side: {
@@ -98,32 +100,6 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       },
     };
   });
-}
-
-/**
- * The pod runner for baton-controller's Deployment: the image its manifest pins, pulled by digest from a local
- * registry serving the image built from these sources (`ghcr.io` mapped to it).
- */
-async function startControllerPods(kubeconfigPath: string, pushDir: string): Promise<{ stop(): Promise<void> }> {
-  const deployment = readdirSync(pushDir).find((f) => f.endsWith('deployment.yaml'));
-  if (!deployment) throw new Error(`${pushDir}: no *deployment.yaml with the baton-controller image`);
-  const registry = await startControllerImageRegistry(join(pushDir, deployment));
-  try {
-    const runner = await startPodRunner({
-      kubeconfigPath,
-      imagePrefix: CONTROLLER_IMAGE,
-      registryMirrors: { 'ghcr.io': registry.host },
-    });
-    return {
-      async stop() {
-        await runner.stop();
-        await registry.stop();
-      },
-    };
-  } catch (err) {
-    await registry.stop();
-    throw err;
-  }
 }
 
 /** What every controller side has besides its own parts: its directory, its Git server, the audit log and journal. */
