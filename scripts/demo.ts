@@ -27,18 +27,18 @@ const json = args.includes('--json');
 const keep = args.includes('--keep');
 const option = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
 const profile = option('--profile') ?? 'baton-controller';
-if (profile !== 'baton-controller' && profile !== 'flux') {
-  process.stderr.write('demo: --profile takes `baton-controller` (the default) or `flux`\n');
+if (profile !== 'baton-controller' && profile !== 'flux' && profile !== 'argocd') {
+  process.stderr.write('demo: --profile takes `baton-controller` (the default), `flux` or `argocd`\n');
   process.exit(2);
 }
-const via = option('--via') ?? (profile === 'flux' ? 'cli' : 'pulumi');
+const via = option('--via') ?? (profile === 'baton-controller' ? 'pulumi' : 'cli');
 if (via !== 'cli' && via !== 'pulumi') {
   process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
   process.exit(2);
 }
-if (profile === 'flux' && via === 'pulumi') {
+if (profile !== 'baton-controller' && via === 'pulumi') {
   process.stderr.write(
-    'demo: stacks/local hands off to baton-controller; use --profile flux with --via cli (the default for flux)\n',
+    `demo: stacks/local hands off to baton-controller; use --profile ${profile} with --via cli (the default for ${profile})\n`,
   );
   process.exit(2);
 }
@@ -64,10 +64,11 @@ const demoDir = join(REPO_ROOT, '.baton', 'demo', name);
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
 if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
+if (profile === 'argocd') err('Argo CD: building v3.6.1 from Go modules (Go 1.27.3 toolchain) unless cached…');
 const bed: HandoffBed<ControllerSide> =
-  profile === 'flux'
-    ? await startDemoBed({ name, detached: keep, dir: demoDir, profile, onBuildProgress: err })
-    : await startDemoBed({ name, detached: keep, dir: demoDir });
+  profile === 'baton-controller'
+    ? await startDemoBed({ name, detached: keep, dir: demoDir })
+    : await startDemoBed({ name, detached: keep, dir: demoDir, profile, onBuildProgress: err });
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
 );

@@ -3,7 +3,14 @@
 // off on the same bed, so the benchmark measures what the demo shows.
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
-import { type FluxSide, type HandoffBed, startFluxBed, startHandoffBed } from '@baton/testenv';
+import {
+  type ArgoCdSide,
+  type FluxSide,
+  type HandoffBed,
+  startArgoCdBed,
+  startFluxBed,
+  startHandoffBed,
+} from '@baton/testenv';
 
 const profileDir = (name: string) => fileURLToPath(new URL(`../../bootstrap-manifests/${name}`, import.meta.url));
 
@@ -17,10 +24,10 @@ export interface DemoBedOptions {
   readonly detached?: boolean;
 }
 
-/** Options of {@link startDemoBed} for Flux. */
+/** Options of {@link startDemoBed} for Flux or Argo CD. */
 export interface FluxDemoBedOptions extends DemoBedOptions {
-  readonly profile: 'flux';
-  /** Progress of the Flux build (minutes on a cold machine). */
+  readonly profile: 'flux' | 'argocd';
+  /** Progress of the controller's build (minutes on a cold machine). */
   readonly onBuildProgress?: (line: string) => void;
 }
 
@@ -29,8 +36,10 @@ export interface FluxDemoBedOptions extends DemoBedOptions {
  * @throws when the cluster, the Git server or the pod runner cannot start; what started is stopped again.
  */
 export function startDemoBed(o: DemoBedOptions): Promise<HandoffBed>;
-export function startDemoBed(o: FluxDemoBedOptions): Promise<HandoffBed<FluxSide>>;
-export function startDemoBed(o: DemoBedOptions | FluxDemoBedOptions): Promise<HandoffBed | HandoffBed<FluxSide>> {
+export function startDemoBed(o: FluxDemoBedOptions): Promise<HandoffBed<FluxSide> | HandoffBed<ArgoCdSide>>;
+export function startDemoBed(
+  o: DemoBedOptions | FluxDemoBedOptions,
+): Promise<HandoffBed | HandoffBed<FluxSide> | HandoffBed<ArgoCdSide>> {
   const common = {
     name: o.name,
     detached: o.detached ?? false,
@@ -39,9 +48,9 @@ export function startDemoBed(o: DemoBedOptions | FluxDemoBedOptions): Promise<Ha
       writeSigningKeyPair({ ...paths, name: 'baton-demo' }),
   };
   if ('profile' in o)
-    return startFluxBed({
+    return (o.profile === 'argocd' ? startArgoCdBed : startFluxBed)({
       ...common,
-      profileDir: profileDir('flux'),
+      profileDir: profileDir(o.profile),
       ...(o.onBuildProgress ? { onBuildProgress: o.onBuildProgress } : {}),
     });
   return startHandoffBed({ ...common, profileDir: profileDir('baton-controller') });

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readEntries, writeSigningKeyPair } from '@baton/audit';
@@ -21,14 +20,8 @@ import {
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
-import {
-  auditEventsBy,
-  bootstrapMints,
-  CLI,
-  JWT_PATTERN,
-  killDuringPush,
-  testHandoffDeps,
-} from '../../support/handoff-run.js';
+import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { expectKillMidPushThenHandOff } from '../../support/kill-rerun.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 
 // A handoff to real Flux (source-controller + kustomize-controller built from Go modules) through baton's engine:
@@ -253,12 +246,10 @@ describe('a Flux that never becomes Ready', () => {
 
 describe('kill -9 mid-push', () => {
   let bed: HandoffBed<FluxSide>;
-  let admin: KubeClients;
   const started = Date.now();
 
   beforeAll(async () => {
     bed = await startBed();
-    admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
   }, 300_000);
 
   afterAll(async () => {
@@ -266,42 +257,7 @@ describe('kill -9 mid-push', () => {
   });
 
   it('kill -9 of baton up mid-push, then again: handed off to Flux, each run’s credential revoked', async () => {
-    const killed = await killDuringPush(bed.side.planPath);
-    expect(killed.signal).toBe('SIGKILL');
-    const killedRunId = /"runId":"([^"]+)"/.exec(killed.stderr)?.[1] ?? '';
-    expect((await findBootstrapLeftovers(admin, 'baton-system')).map((l) => l.runId)).toEqual([killedRunId]);
-
-    const { stdout, stderr } = await execFileAsync(process.execPath, [
-      '--conditions=@baton/source',
-      '--import',
-      'tsx',
-      CLI,
-      'up',
-      '--plan',
-      bed.side.planPath,
-      '-o',
-      'json',
-    ]);
-    const s = JSON.parse(stdout) as HandoffSummary;
-    expect(s.outcome, s.error).toBe('handed-off');
-    expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
-    expect(stdout + stderr).not.toMatch(JWT_PATTERN);
-    expect(stdout + stderr).not.toContain(bed.side.git.credentials.password);
-    expect(await findBootstrapLeftovers(admin, 'baton-system')).toEqual([]);
-    expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
-
-    // Two runs, two credentials (one each; a killed run's token died with it and cannot be reused), both revoked.
-    const mints = bootstrapMints(bed.apiserverAuditLogPath!, started);
-    expect(mints).toHaveLength(2);
-    const events = [];
-    for await (const e of readEntries(bed.side.auditLogPath)) events.push(e.statement.predicate);
-    expect(events.map((e) => [e.runId, e.outcome])).toEqual([
-      [killedRunId, 'aborted'],
-      [s.runId, 'handed-off'],
-    ]);
-    expect(events.every((e) => e.credential?.revokedAt)).toBe(true);
-    expect(new Set(events.map((e) => e.credential?.fingerprint)).size).toBe(2);
-    expect(readFileSync(bed.side.auditLogPath, 'utf8')).not.toContain(bed.side.git.credentials.password);
+    await expectKillMidPushThenHandOff(bed, started);
   }, 420_000);
 });
 
