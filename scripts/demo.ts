@@ -33,13 +33,19 @@ const json = args.includes('--json');
 const keep = args.includes('--keep');
 const option = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
 const profile = option('--profile') ?? 'baton-controller';
-if (profile !== 'baton-controller' && profile !== 'flux') {
-  process.stderr.write('demo: --profile takes `baton-controller` (the default) or `flux`\n');
+if (profile !== 'baton-controller' && profile !== 'flux' && profile !== 'argocd') {
+  process.stderr.write('demo: --profile takes `baton-controller` (the default), `flux` or `argocd`\n');
   process.exit(2);
 }
-const via = option('--via') ?? 'pulumi';
+const via = option('--via') ?? (profile === 'argocd' ? 'cli' : 'pulumi');
 if (via !== 'cli' && via !== 'pulumi') {
   process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
+  process.exit(2);
+}
+if (profile === 'argocd' && via === 'pulumi') {
+  process.stderr.write(
+    'demo: --profile argocd runs through `baton up` only (use --via cli, its default): @baton/pulumi has no controllers.argocd() yet\n',
+  );
   process.exit(2);
 }
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -77,9 +83,12 @@ if (profile === 'flux') err('Flux: building source-controller and kustomize-cont
 const fluxControllers = profile === 'flux' ? await ensureFluxControllers({ onProgress: err }).catch(fail) : undefined;
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
+if (profile === 'argocd') err('Argo CD: building v3.6.1 from Go modules (Go 1.27.3 toolchain) unless cached…');
 const bed: HandoffBed<ControllerSide> = await (fluxControllers
   ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'flux', controllers: fluxControllers })
-  : startDemoBed({ name, detached: keep, dir: demoDir })
+  : profile === 'argocd'
+    ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'argocd', onBuildProgress: err })
+    : startDemoBed({ name, detached: keep, dir: demoDir })
 ).catch(fail);
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,

@@ -24,6 +24,7 @@ missing=()
 command -v git >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server) # Argo CD's cache in the test bed
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing Debian packages: ${missing[*]}"

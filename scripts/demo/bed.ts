@@ -3,7 +3,15 @@
 // off on the same bed, so the benchmark measures what the demo shows.
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
-import { type FluxControllers, type FluxSide, type HandoffBed, startFluxBed, startHandoffBed } from '@baton/testenv';
+import {
+  type ArgoCdSide,
+  type FluxControllers,
+  type FluxSide,
+  type HandoffBed,
+  startArgoCdBed,
+  startFluxBed,
+  startHandoffBed,
+} from '@baton/testenv';
 
 const profileDir = (name: string) => fileURLToPath(new URL(`../../bootstrap-manifests/${name}`, import.meta.url));
 
@@ -17,10 +25,10 @@ export interface DemoBedOptions {
   readonly detached?: boolean;
 }
 
-/** Options of {@link startDemoBed} for Flux. */
+/** Options of {@link startDemoBed} for Flux or Argo CD. */
 export interface FluxDemoBedOptions extends DemoBedOptions {
-  readonly profile: 'flux';
-  /** Progress of the Flux build (minutes on a cold machine). */
+  readonly profile: 'flux' | 'argocd';
+  /** Progress of the controller's build (minutes on a cold machine). */
   readonly onBuildProgress?: (line: string) => void;
   /** The built controllers (build them before the cluster starts). @default built here */
   readonly controllers?: FluxControllers;
@@ -31,14 +39,22 @@ export interface FluxDemoBedOptions extends DemoBedOptions {
  * @throws when the cluster, the Git server or the pod runner cannot start; what started is stopped again.
  */
 export function startDemoBed(o: DemoBedOptions): Promise<HandoffBed>;
-export function startDemoBed(o: FluxDemoBedOptions): Promise<HandoffBed<FluxSide>>;
-export function startDemoBed(o: DemoBedOptions | FluxDemoBedOptions): Promise<HandoffBed | HandoffBed<FluxSide>> {
+export function startDemoBed(o: FluxDemoBedOptions): Promise<HandoffBed<FluxSide> | HandoffBed<ArgoCdSide>>;
+export function startDemoBed(
+  o: DemoBedOptions | FluxDemoBedOptions,
+): Promise<HandoffBed | HandoffBed<FluxSide> | HandoffBed<ArgoCdSide>> {
   const common = {
     name: o.name,
     detached: o.detached ?? false,
     ...(o.dir === undefined ? {} : { dir: o.dir }),
     writeAuditKeys: (paths: { signingKeyPath: string; keysPath: string }) => writeSigningKeyPair(paths),
   };
+  if ('profile' in o && o.profile === 'argocd')
+    return startArgoCdBed({
+      ...common,
+      profileDir: profileDir('argocd'),
+      ...(o.onBuildProgress ? { onBuildProgress: o.onBuildProgress } : {}),
+    });
   if ('profile' in o)
     return startFluxBed({
       ...common,

@@ -92,9 +92,9 @@ function outputName(spec: GoBuildSpec, i: number): string {
 }
 
 /** Resolves `go version`, or explains how to install Go. @throws BuildError when Go is missing. */
-export async function goVersion(): Promise<string> {
+export async function goVersion(env?: NodeJS.ProcessEnv): Promise<string> {
   try {
-    const { stdout } = await execFileAsync('go', ['env', 'GOVERSION']);
+    const { stdout } = await execFileAsync('go', ['env', 'GOVERSION'], env ? { env } : {});
     return stdout.trim();
   } catch (err) {
     throw new BuildError(
@@ -111,7 +111,9 @@ export async function goVersion(): Promise<string> {
  * @throws BuildError naming the module, the command and the last lines of the build log.
  */
 export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOptions): Promise<GoBuildResult> {
-  const gover = await goVersion();
+  // A spec may choose its toolchain (`GOTOOLCHAIN=go1.27.3` for Argo CD alone): every other build stays `local`.
+  const goEnv = { ...process.env, GOTOOLCHAIN: 'local', ...spec.env, GOFLAGS: '-buildvcs=false' };
+  const gover = await goVersion(goEnv);
   const key = await buildKey(spec, gover);
   const dir = join(options.cacheDir, `${spec.name}-${key}`);
   const binDir = join(dir, 'bin');
@@ -144,7 +146,6 @@ export async function ensureGoBuild(spec: GoBuildSpec, options: EnsureGoBuildOpt
       `${join(staging, 'bin')}/`,
       ...spec.packages,
     ];
-    const goEnv = { ...process.env, ...spec.env, GOFLAGS: '-buildvcs=false', GOTOOLCHAIN: 'local' };
     const started = performance.now();
     const ticker = options.onProgress
       ? setInterval(

@@ -102,6 +102,31 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
   });
 }
 
+/** What a side of a GitOps controller built from Go modules (Flux, Argo CD) is started with, whatever the controller. */
+export interface GitOpsSideOptions {
+  /** Admin kubeconfig of the cluster the pod runners watch. */
+  readonly kubeconfigPath: string;
+  /** The plan's `cluster.name`. @default 'e2e' */
+  readonly clusterName?: string;
+  /** bootstrap-manifests/<profile>: the install set, `rules/profile.yaml` and `example/` (what Git carries besides). */
+  readonly profileDir: string;
+  /** Progress lines of the controller's build (elapsed time against its usual duration). */
+  readonly onBuildProgress?: (line: string) => void;
+  /** Directory for the plan, the push set, the credential files, the audit log and the journal. @default a new temp dir */
+  readonly dir?: string;
+  /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
+  readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
+  /** The password the push hands the controller for Git. @default the Git server's (a wrong one: it never syncs) */
+  readonly pullPassword?: string;
+  /** `takeover.timeoutSeconds` of the plan. @default the side's */
+  readonly takeoverTimeoutSeconds?: number;
+  /**
+   * What the controller may apply from Git: the profile's scoped reconciler role, or upstream's cluster-admin (the
+   * profile's `options/` binding pushed too, and the plan's `controller.privilege` says so). @default 'scoped'
+   */
+  readonly privilege?: 'scoped' | 'cluster-admin';
+}
+
 /** What every controller side has besides its own parts: its directory, its Git server, the audit log and journal. */
 export interface SideBase {
   readonly dir: string;

@@ -1,5 +1,12 @@
 export type { ApiserverAuditEvent, IdentityActivity } from './apiserver-audit.js';
 export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
+// --- Argo CD, built on demand (issue 19) ---
+export type { ArgoCd, EnsureArgoCdOptions } from './argocd/argocd-build.js';
+export { ARGOCD_GO_TOOLCHAIN, ARGOCD_VERSION, ensureArgoCd } from './argocd/argocd-build.js';
+export type { ArgoCdPods, StartArgoCdPodsOptions } from './argocd/argocd-pods.js';
+export { ARGOCD_IMAGES, startArgoCdPods } from './argocd/argocd-pods.js';
+export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
+export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
 export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
@@ -34,6 +41,7 @@ export type {
   BatonControllerSide,
   BedCluster,
   ControllerSide,
+  GitOpsSideOptions,
   HandoffBed,
   SideBase,
   StartBatonControllerSideOptions,

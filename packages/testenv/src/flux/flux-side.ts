@@ -3,10 +3,10 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import {
-  type AuditKeyPaths,
   type BedCluster,
   type ControllerSide,
   copyProfileRules,
+  type GitOpsSideOptions,
   type HandoffBed,
   type StartBedClusterOptions,
   startBedWith,
@@ -33,32 +33,11 @@ const IN_GIT = [
 ];
 
 /** Options of {@link startFluxSide}. */
-export interface StartFluxSideOptions {
-  /** Admin kubeconfig of the cluster the pod runners watch. */
-  readonly kubeconfigPath: string;
-  /** The plan's `cluster.name`. @default 'e2e' */
-  readonly clusterName?: string;
-  /** bootstrap-manifests/flux: the install set, `rules/profile.yaml` and `example/` (what Git carries besides Flux). */
-  readonly profileDir: string;
+export interface StartFluxSideOptions extends GitOpsSideOptions {
   /** The binaries. @default {@link ensureFluxControllers}() (builds them on a cold machine: minutes) */
   readonly controllers?: FluxControllers;
-  /** Progress lines of that build (elapsed time against its usual duration). */
-  readonly onBuildProgress?: (line: string) => void;
-  /** Directory for the plan, the push set, the credential file, the audit log and the journal. @default a new temp dir */
-  readonly dir?: string;
-  /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
-  readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
-  /** The password the push hands Flux for Git. @default the Git server's (a wrong one: Flux never becomes Ready) */
-  readonly pullPassword?: string;
   /** GitRepository and Kustomization intervals (upstream: 1m0s and 10m0s). @default '5s' and '10s' */
   readonly intervals?: { readonly source?: string; readonly kustomization?: string };
-  /** `takeover.timeoutSeconds` of the plan. @default 150 */
-  readonly takeoverTimeoutSeconds?: number;
-  /**
-   * What kustomize-controller may apply: the scoped `flux-reconciler` role, or upstream's cluster-admin binding
-   * (`options/cluster-admin-reconciler.yaml` pushed too, and the plan's `controller.privilege` says so). @default 'scoped'
-   */
-  readonly privilege?: 'scoped' | 'cluster-admin';
 }
 
 /** A Git repository holding Flux's install and the example apps, a plan that hands off to Flux, and Flux's pods. */

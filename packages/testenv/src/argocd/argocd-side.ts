@@ -1,0 +1,191 @@
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import {
+  type BedCluster,
+  type ControllerSide,
+  type GitOpsSideOptions,
+  type HandoffBed,
+  type StartBedClusterOptions,
+  startBedWith,
+  startSide,
+  writeAuditKeyFiles,
+} from '../handoff-bed.js';
+import { type ArgoCd, ensureArgoCd } from './argocd-build.js';
+import { type ArgoCdPods, startArgoCdPods } from './argocd-pods.js';
+
+const REPO = 'cluster-config';
+const CLUSTER_ADMIN_OPTION = join('options', 'cluster-admin-controller.yaml');
+const GIT_PATH = 'clusters/demo';
+/**
+ * Files of the install that Git carries too (what argocd-autopilot commits), so Argo CD applies and owns them. The
+ * CRDs and RBAC stay push-only: the scoped `argocd-reconciler` role cannot apply them (the profile lists them).
+ */
+const IN_GIT = [
+  '00-namespace.yaml',
+  '10-serviceaccounts.yaml',
+  '30-configmaps.yaml',
+  '35-services.yaml',
+  '40-workloads.yaml',
+  '50-root.yaml',
+];
+/** The repository credential Secret Argo CD finds by its label (the plan's pull credential). */
+export const ARGOCD_REPO_SECRET = 'cluster-config-repo';
+
+/** Options of {@link startArgoCdSide}. */
+export interface StartArgoCdSideOptions extends GitOpsSideOptions {
+  /** The binary. @default {@link ensureArgoCd}() (builds it on a cold machine: about 10 minutes) */
+  readonly argocd?: ArgoCd;
+}
+
+/** A Git repository holding Argo CD's install and the example apps, a plan that hands off to Argo CD, and its pods. */
+export interface ArgoCdSide extends ControllerSide {
+  /** Files committed under the Git path, keyed by their path in Git. */
+  readonly files: Readonly<Record<string, string>>;
+  /** Argo CD's pods running as local processes. */
+  readonly pods: ArgoCdPods;
+}
+
+/**
+ * Renders bootstrap-manifests/argocd for a fresh Git repository (the root Application points at it), commits Argo
+ * CD's install (without CRDs and RBAC) and the example apps under `clusters/demo`, writes the repository credential
+ * (labelled for Argo CD), `argocd-secret` and `argocd-redis` as plan files, the audit keys (through the caller) and a
+ * plan with `push.profile: argocd`, and starts Argo CD's pods as local processes.
+ * @throws when the Git server or the pod runners cannot start; nothing is left running then.
+ */
+export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCdSide> {
+  const argocd = o.argocd ?? (await ensureArgoCd(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
+  return startSide(o.dir, 'baton-argocd-', async (dir, git) => {
+    await git.createRepo(REPO);
+    const url = git.repoUrl(REPO);
+    const pushDir = join(dir, 'push');
+    await mkdir(join(pushDir, 'rules'), { recursive: true });
+    const files: Record<string, string> = {};
+    for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
+      const text =
+        f === '50-root.yaml'
+          ? renderRoot(readFileSync(join(o.profileDir, f), 'utf8'), url)
+          : readFileSync(join(o.profileDir, f), 'utf8');
+      writeFileSync(join(pushDir, f), text);
+      if (IN_GIT.includes(f)) files[`${GIT_PATH}/argocd/${f}`] = text;
+    }
+    if (!existsSync(join(pushDir, '05-crds.generated.yaml'))) cpSync(argocd.crdsPath, join(pushDir, '05-crds.yaml'));
+    cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+    if (o.privilege === 'cluster-admin')
+      cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
+    const example = join(o.profileDir, 'example', GIT_PATH);
+    for (const sub of readdirSync(example))
+      for (const f of readdirSync(join(example, sub)))
+        files[`${GIT_PATH}/${sub}/${f}`] = readFileSync(join(example, sub, f), 'utf8');
+    const revision = await git.commitFiles(REPO, files, 'argocd install and example apps');
+    const password = o.pullPassword ?? git.credentials.password;
+    const redisPassword = randomBytes(16).toString('hex');
+    const serverKey = randomBytes(32).toString('base64');
+    const secretFile = (name: string, data: Record<string, string>) => {
+      const path = join(dir, `${name}.yaml`);
+      writeFileSync(path, stringify(data), { mode: 0o600 });
+      return path;
+    };
+    const pullCredentialPath = secretFile('pull', { type: 'git', url, username: git.credentials.username, password });
+    secretFile('argocd-redis', { auth: redisPassword });
+    secretFile('argocd-secret', { 'server.secretkey': serverKey });
+    const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
+    const planPath = join(dir, 'plan.yaml');
+    writeFileSync(
+      planPath,
+      stringify(
+        argoCdPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, {
+          timeoutSeconds: o.takeoverTimeoutSeconds ?? 180,
+          privilege: o.privilege ?? 'scoped',
+        }),
+      ),
+    );
+    const pods = await startArgoCdPods({ kubeconfigPath: o.kubeconfigPath, argocd, redisPassword });
+    return {
+      runner: pods,
+      side: {
+        revision,
+        planPath,
+        pushDir,
+        gitPath: GIT_PATH,
+        files,
+        pullCredentialPath,
+        ...keys,
+        secretValues: [git.credentials.password, redisPassword, serverKey, ...(o.pullPassword ? [o.pullPassword] : [])],
+        pods,
+      },
+    };
+  });
+}
+
+/** The root Application pointing at this Git server. */
+function renderRoot(text: string, url: string): string {
+  return text.replace(/^( {4}repoURL: ).*$/m, `$1${url}`);
+}
+
+/** The HandoffPlan (baton.dev/v1alpha1) to Argo CD; relative paths are relative to the plan file. */
+function argoCdPlan(
+  clusterName: string,
+  kubeconfigPath: string,
+  url: string,
+  revision: string,
+  o: { readonly timeoutSeconds: number; readonly privilege: 'scoped' | 'cluster-admin' },
+): Record<string, unknown> {
+  return {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: { name: clusterName, kubeconfig: kubeconfigPath },
+    push: {
+      credential: 'bootstrap-token',
+      profile: 'argocd',
+      manifests: './push',
+      budgetSeconds: 300,
+      secrets: [
+        { name: 'argocd-secret', fromFile: './argocd-secret.yaml' },
+        { name: 'argocd-redis', fromFile: './argocd-redis.yaml' },
+      ],
+    },
+    pull: {
+      credential: {
+        secretName: ARGOCD_REPO_SECRET,
+        fromFile: './pull.yaml',
+        labels: { 'argocd.argoproj.io/secret-type': 'repository' },
+      },
+      source: { url, ref: 'main', path: GIT_PATH, revision },
+    },
+    controller: {
+      name: 'argocd-application-controller',
+      namespace: 'argocd',
+      serviceAccount: 'argocd-application-controller',
+      fieldManager: 'argocd-controller',
+      privilege: o.privilege,
+      status: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: 'root',
+        revisionPath: 'status.sync.revision',
+      },
+    },
+    takeover: { timeoutSeconds: o.timeoutSeconds },
+    audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
+    journalDir: './journal',
+  };
+}
+
+/** Options of {@link startArgoCdBed}. */
+export interface StartArgoCdBedOptions
+  extends StartBedClusterOptions,
+    Omit<StartArgoCdSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+
+/**
+ * A fresh local cluster with {@link ArgoCdSide}: everything a handoff to real Argo CD needs.
+ * @throws when the cluster or the side cannot start; what started is stopped again.
+ */
+export function startArgoCdBed(o: StartArgoCdBedOptions): Promise<HandoffBed<ArgoCdSide>> {
+  const { name, nodes, detached, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached }, (cluster: BedCluster) =>
+    startArgoCdSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  );
+}

