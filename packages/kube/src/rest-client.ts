@@ -338,14 +338,23 @@ export class KubeRestClient {
 
   /**
    * Reads one object with every field the apiserver returned.
-   * @returns undefined when it does not exist.
+   * @returns undefined when it does not exist, or its kind is not served.
    * @throws KubeApiError on any other failure.
    */
   async read(
     ref: Pick<RestObject, 'apiVersion' | 'kind' | 'metadata'>,
     signal?: AbortSignal,
   ): Promise<RestObject | undefined> {
-    return this.get(await this.objectPath(ref), signal);
+    let path: string;
+    try {
+      path = await this.objectPath(ref);
+    } catch (err) {
+      // A kind that is not served (its CRD is not installed yet) has no objects: the handoff reads planned objects of
+      // the set's own CRDs before the push creates them.
+      if (err instanceof KubeApiError && statusOfError(err) === 404) return undefined;
+      throw err;
+    }
+    return this.get(path, signal);
   }
 
   /** Drops cached discovery (after CRDs change). */
