@@ -1,3 +1,6 @@
+// NOT IN CI YET: at the end of the session that wrote it, its first run (the shared binaries were built by then) stalled
+// for minutes with no test finishing and was stopped; it moves to test/integration/kubeconfig once `pnpm test:extra`
+// passes (issue 20).
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
