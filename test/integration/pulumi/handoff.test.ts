@@ -293,7 +293,7 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
   it('leaves the controller running on `pulumi destroy`, and says so', async () => {
     const r = await cli(['destroy', '--yes']);
     expect(`${r.stdout}\n${r.stderr}`).toContain(
-      'stays handed off: its controller baton-system/baton-controller keeps running',
+      'stays handed off: its baton-controller controller keeps running and pulling from Git',
     );
     expect(await resourceTypes()).toEqual([]);
     const dep = await admin.apps.readNamespacedDeployment({ namespace: 'baton-system', name: 'baton-controller' });
