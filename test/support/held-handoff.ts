@@ -16,8 +16,9 @@ const hold = async (step: string) => {
   await new Promise(() => {});
 };
 const clients = clientsFromKubeconfigFile(kubeconfigPath);
-// The receipt is written by server-side apply: stop there to hold a run that has recorded but has no receipt yet.
-const objects = new Proxy(clients.objects, {
+// The receipt is written by server-side apply (the REST client's apply): stop there to hold a run that has
+// recorded but has no receipt yet.
+const rest = new Proxy(clients.rest, {
   get(target, prop) {
     const value = Reflect.get(target, prop, target) as unknown;
     if (typeof value !== 'function') return value;
@@ -33,7 +34,7 @@ await runHandoff(
   loaded,
   createHandoffDeps(
     loaded,
-    { ...clients, objects },
+    { ...clients, rest },
     {
       overrides: {
         actor: { user: 'test', host: hostname(), pid: process.pid, via: 'cli' },
