@@ -48,7 +48,7 @@ export function fetchDeb(deb: LockedDeb, cacheDir: string): string {
       } catch (err) {
         const stderr = String((err as { stderr?: Buffer }).stderr ?? '');
         throw new Error(
-          `image.lock.json: debs ${deb.name}=${deb.version}: apt-get download failed: ${stderr.trim()}; run \`apt-get update\`, or lock the version the archive has now (packages/controller/image/lock-debs.sh)`,
+          `image.lock.json: debs ${deb.name}=${deb.version}: apt-get download failed: ${stderr.trim()}; run \`apt-get update\`, or lock the version the archive has now (pnpm image:lock-debs)`,
         );
       }
       const [file] = readdirSync(tmp).filter((f) => f.endsWith('.deb'));

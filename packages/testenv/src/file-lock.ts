@@ -1,4 +1,5 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from './is-alive.js';
 
@@ -11,6 +12,8 @@ import { isAlive } from './is-alive.js';
  * holder process is gone is taken over, so a crashed build never wedges the cache.
  */
 export async function withFileLock<T>(lockDir: string, fn: () => Promise<T>, pollMs = 200): Promise<T> {
+  // The cache folder the lock guards may not exist yet on a fresh machine.
+  await mkdir(dirname(lockDir), { recursive: true });
   for (;;) {
     try {
       await mkdir(lockDir);

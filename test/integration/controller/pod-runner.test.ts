@@ -67,6 +67,7 @@ describe('testenv pod runner for the controller image', () => {
     runner = await startPodRunner({
       kubeconfigPath: env.cluster.kubeconfigPath,
       imagePrefix: 'ghcr.io/baton-dev/baton-controller',
+      registryMirrors: { 'ghcr.io': registry.host },
     });
 
     await eventually(
@@ -74,16 +75,17 @@ describe('testenv pod runner for the controller image', () => {
       90_000,
       'the pod-run controller to apply the repository',
       500,
-    );
+    ).catch(async (err: Error) => {
+      // What the controller said is the only way to tell why it did not sync.
+      const logs = await Promise.all(runner!.pods().map((p) => readFile(p.logPath, 'utf8').catch(() => '')));
+      throw new Error(`${err.message}; pod logs:\n${logs.join('\n---\n').slice(-6000)}`);
+    });
     expect(condition(await gitSyncStatus(env.admin), 'Ready')?.status).toBe('True');
     const [pod] = await controllerPods();
     expect(runner.pods().map((p) => p.name)).toEqual([pod]);
     expect(await leaseHolder()).toBe(pod);
     const log = await readFile(runner.pods()[0]!.logPath, 'utf8');
     expect(log).toContain('"msg":"sync succeeded"');
-
-    // From source still: the image-run controller did not apply the repository within 90 s against a real cluster
-    // (not yet understood); the image path's runtime is covered by test/integration/testenv/image-pod.test.ts.
 
     // Delete the pod: the ReplicaSet makes a new one, the runner stops the old process and starts one for it.
     await env.admin.call('DELETE', `/api/v1/namespaces/${NS}/pods/${pod}`, { gracePeriodSeconds: 0 });

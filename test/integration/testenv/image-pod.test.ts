@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,6 +41,15 @@ afterAll(async () => {
   await registry?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+/** Regular files under `dir`, not following symbolic links. */
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return walk(p);
+    return e.isFile() ? [p] : [];
+  });
+}
 
 const PROBE = `
 const fs = require('node:fs');
@@ -92,6 +101,31 @@ describe('an image run the way the pod runner runs it', () => {
     const expected = ['PATH', 'NODE_ENV', 'HOME', 'BATON_WORK_DIR', 'POD_NAME', 'KUBERNETES_SERVICE_HOST'];
     expected.push('KUBERNETES_SERVICE_PORT', ...(process.env.BATON_TEST_RUN_ID ? ['BATON_TEST_RUN_ID'] : []));
     expect(Object.keys(seen.env).sort()).toEqual(expected.sort());
+  });
+
+  it('has every shared library that each program and library in it needs (git over HTTP, Node.js, the CA tools)', async () => {
+    // The image's own loader lists each ELF file's libraries inside its root: a library left out of image.lock.json
+    // (libcrypto for git-remote-http once did) shows here, not as a controller that cannot fetch.
+    const elfs = walk(image.rootfs).filter((f) => {
+      const head = Buffer.alloc(4);
+      const fd = openSync(f, 'r');
+      try {
+        return readSync(fd, head, 0, 4, 0) === 4 && head.toString('latin1') === '\x7fELF';
+      } finally {
+        closeSync(fd);
+      }
+    });
+    expect(elfs.map((f) => f.slice(image.rootfs.length))).toContain('/usr/lib/git-core/git-remote-http');
+    const missing: string[] = [];
+    for (const f of elfs) {
+      const inImage = f.slice(image.rootfs.length);
+      const r = spawnSync('chroot', [image.rootfs, '/lib64/ld-linux-x86-64.so.2', '--list', inImage], {
+        encoding: 'utf8',
+      });
+      const out = `${r.stdout}${r.stderr}`;
+      if (/not found|cannot open shared object/.test(out)) missing.push(`${inImage}: ${out.trim()}`);
+    }
+    expect(missing).toEqual([]);
   });
 
   it('refuses a digest the registry does not have, as ErrImagePull', async () => {
