@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEntries } from '@baton/audit';
-import { type HandoffSummary, runHandoff } from '@baton/core';
+import { type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { ConfigError } from '@baton/errors';
-import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
+import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken } from '@baton/kube';
 import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
+import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 
 const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const REFUSED = fileURLToPath(new URL('../../fixtures/handoff/refused', import.meta.url));
@@ -202,6 +203,83 @@ describe('a handoff that does not complete', () => {
         .filter((x) => !['selfsubjectrulesreviews', 'selfsubjectreviews'].includes(x.objectRef?.resource ?? ''))
         .map((x) => `${x.verb} ${x.requestURI}`),
     ).toEqual([]);
+  });
+});
+
+describe('a TokenRequest whose answer was lost, then a revoke that fails', () => {
+  // The TokenRequest went through on the API server, but its answer never reached baton (a reset connection): a live
+  // token exists that baton never saw. The revoke that follows fails too (every deletion of the identity's objects
+  // fails). The token must then be confined to nothing: the policy is switched to deny-all and kept, so the lost
+  // token (which the test kept, as a thief would) cannot write even the planned objects, until `baton revoke`.
+  const lost: string[] = [];
+  let e: HandoffEnv;
+  let s: HandoffSummary;
+
+  beforeAll(async () => {
+    e = await env();
+    const real = clientsFromKubeconfigFile(cluster.kubeconfigPath);
+    const reset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    // Every deletion of the identity's objects fails (the Secret, the ServiceAccount, the RBAC): the token lives on.
+    const failingDeletes = <T extends object>(api: T): T =>
+      new Proxy(api, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop === 'createNamespacedServiceAccountToken')
+            return async (...args: unknown[]) => {
+              const r = await (value as (...a: unknown[]) => Promise<{ status?: { token?: string } }>).apply(
+                target,
+                args,
+              );
+              lost.push(r.status?.token ?? '');
+              throw reset();
+            };
+          if (typeof prop === 'string' && prop.startsWith('delete'))
+            return async () => {
+              throw reset();
+            };
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { deps, captured } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
+      operator: { ...real, core: failingDeletes(real.core), rbac: failingDeletes(real.rbac) },
+      revokeRetryMs: 3_000,
+    });
+    s = await runHandoff(e.loaded, deps);
+    expect(lost.length).toBeGreaterThan(0);
+    for (const t of lost) expect(captured.text()).not.toContain(t);
+  }, 120_000);
+
+  it('fails at the mint, says the revoke failed, and keeps the confinement, closed', async () => {
+    expect(s.outcome).toBe('failed');
+    expect(s.failedStep).toBe('mint');
+    expect(s.confinement?.kept).toMatch(/token request whose answer baton never saw/);
+    expect(s.confinement?.closedAt).toBeTruthy();
+    expect(s.confinement?.removedAt).toBeNull();
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toHaveLength(2);
+  });
+
+  it('denies the lost token a write of a planned object, though its RBAC still allows it', async () => {
+    const planned = loadManifestSet(e.loaded.plan).objects.find((m) => m.object.kind === 'ServiceAccount')!.object;
+    const { out, attempt, apply } = attacker(cluster.kubeconfigPath, lost[0]!);
+    await attempt('apply a planned object', () => apply(planned));
+    expect(out['apply a planned object']!.status).toBe(403);
+    expect(out['apply a planned object']!.message).toContain(
+      'the push is complete and this identity may write nothing more',
+    );
+  });
+
+  it('baton revoke removes the identity and the confinement, and the lost token stops authenticating', async () => {
+    const r = spawnSync(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'revoke', '--plan', e.planPath, '-o', 'json'],
+      { encoding: 'utf8' },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    for (const t of lost) expect(r.stdout + r.stderr).not.toContain(t);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
+    const { operator } = testHandoffDeps(e.loaded, cluster.kubeconfigPath).deps;
+    expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+    await eventually(async () => (await probeToken(operator, lost[0]!)) === 401, 30_000, 'the lost token refused', 500);
   });
 });
 

@@ -53,10 +53,20 @@ function newRun(operator: KubeClients, extra: Partial<HandoffDeps> = {}) {
     { ...plan, journalDir },
     fakeHandoffDeps(operator, { revokeRetryMs: 5_000, ...extra }, clock),
   );
-  const confinement = { name: 'baton-bootstrap-r1', subject: 'system:serviceaccount:baton-system:baton-bootstrap-r1' };
+  const confinement = {
+    name: 'baton-bootstrap-r1',
+    subject: 'system:serviceaccount:baton-system:baton-bootstrap-r1',
+    planDigest: 'sha256:00',
+    policy: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'baton-bootstrap-r1' },
+      spec: {},
+    },
+  };
   run.ref = bootstrapRefFor('r1', 'baton-system', { cluster: [], namespaced: { 'gitops-system': [] } });
   run.confinement = {
-    plan: confinement as Confinement,
+    plan: confinement as unknown as Confinement,
     expected: [],
     probeDenied: true,
     installedAt: clock.now(),
@@ -66,12 +76,15 @@ function newRun(operator: KubeClients, extra: Partial<HandoffDeps> = {}) {
 
 describe('revoke after a TokenRequest whose answer was lost', () => {
   it('keeps the confinement (deny-all) when the revoke fails: a live token baton never saw may exist', async () => {
-    const { operator, calls } = scriptedOperator({ code: 500 });
+    const { operator, calls } = scriptedOperator({ code: 500, ok: ['read', 'replace'] });
     const { run } = newRun(operator);
     // The mint got as far as the TokenRequest (run.ref is set) but no identity came back.
     expect(run.identity).toBeUndefined();
     await revoke(run);
     await prove(run);
+    // A token baton never saw may be live: the policy is switched to deny-all, not left plan-shaped.
+    expect(calls.slice(0, 2)).toEqual(['read', 'replace']);
+    expect(run.confinement!.closedAt).toBeDefined();
     expect(run.proofFailure).toMatch(/^revocation failed/);
     expect(run.confinement!.removedAt).toBeUndefined();
     expect(run.confinement!.keptBecause).toMatch(/token request whose answer baton never saw/);

@@ -25,7 +25,9 @@ export async function revoke(run: HandoffRun): Promise<void> {
     await withDeadline(run.clock, requestMs, 'the close after the push', () => run.closing!).catch(() =>
       run.log.warn('the close after the push did not finish; revoking anyway'),
     );
-  if (c?.installedAt && !c.closedAt && run.identity) {
+  // Closed whenever a token may exist, seen or not: a TokenRequest whose answer was lost may have left a live token
+  // that the plan-shaped policy would still let write the planned objects.
+  if (c?.installedAt && !c.closedAt && run.ref) {
     await withDeadline(run.clock, requestMs, 'closing the confinement', () => closeConfinement(operator, c.plan))
       .then(() => {
         c.closedAt = run.clock.now();
