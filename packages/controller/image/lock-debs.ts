@@ -65,7 +65,8 @@ export function closure(roots: readonly string[], leftOut: ReadonlySet<string>):
 /** The candidate version of `name`, with the sha256 and archive path apt has for it. */
 function locked(name: string): LockedDeb {
   const candidate = /Candidate: (\S+)/.exec(apt(['policy', name]))?.[1];
-  if (!candidate || candidate === '(none)') throw new Error(`${name}: apt has no candidate version; run apt-get update`);
+  if (!candidate || candidate === '(none)')
+    throw new Error(`${name}: apt has no candidate version; run apt-get update`);
   const record = apt(['show', `${name}=${candidate}`]).split('\n\n')[0]!;
   const field = (f: string) => {
     const v = new RegExp(`^${f}: (.+)$`, 'm').exec(record)?.[1];
