@@ -23,6 +23,9 @@ export function toKubeApiError(err: unknown, what: string, fix = ''): KubeApiErr
     const parsed = typeof body === 'string' ? safeJson(body) : body;
     const message = (parsed as { message?: unknown } | undefined)?.message;
     reason = typeof message === 'string' ? message : '';
+  } else if (isAbort(err)) {
+    // node-fetch says only "The user aborted a request." for the per-request deadline too.
+    reason = `no answer from the API server in time (the request's deadline passed or the run was stopped); check that the API server is up and reachable`;
   } else if (err instanceof Error && !reason) {
     reason = err.message;
   }
@@ -31,6 +34,10 @@ export function toKubeApiError(err: unknown, what: string, fix = ''): KubeApiErr
     cause: err,
     details: { status, what },
   });
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || (err as { type?: unknown }).type === 'aborted');
 }
 
 function safeJson(text: string): unknown {

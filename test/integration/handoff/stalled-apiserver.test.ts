@@ -8,10 +8,6 @@ import { type BatonControllerEnv, createBatonControllerEnv } from '../../support
 import { testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft } from '../../support/kube.js';
 
-// NOT IN CI YET: its second test failed on its first run at the end of the session that wrote it (the first passed:
-// revoke is reached while the API server is stopped); it moves back to test/integration/handoff once
-// `pnpm test:extra` passes (issue 18).
-//
 // Issue 18, part 3: the API server stops answering (SIGSTOP) as the push ends, while the write window is being closed.
 // Every client request has a deadline, the close runs under one, and revoke does not wait on it: the run gives up on
 // the close, reaches revoke while the API server is still stopped, keeps retrying it, and revokes and proves once the
@@ -87,7 +83,9 @@ describe('an API server that stalls during the close', () => {
   it('revokes and proves after SIGCONT, within the timeout, and says why it failed', async () => {
     expect(continuedAt).toBeGreaterThan(0);
     expect(summary.outcome).not.toBe('handed-off');
-    expect(summary.error).toMatch(/could not end the privilege|--timeout/);
+    // The first request to meet the stopped API server fails on its deadline (the takeover's read, or the close):
+    // the run says the API server did not answer, not that a user aborted something.
+    expect(summary.error).toMatch(/no answer from the API server in time|could not end the privilege|--timeout/);
     expect(summary.proof?.probeStatus).toBe(401);
     expect(summary.proof?.tokenReviewAuthenticated).toBe(false);
     // Revoke retried through the stop and finished soon after the API server came back (the proof waits out the
