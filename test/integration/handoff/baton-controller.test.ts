@@ -42,6 +42,13 @@ describe('baton up with baton-controller', () => {
       'Secret/baton-system/baton-webhook',
     ]);
     expect(s.proof).toMatchObject({ probeStatus: 401, tokenReviewAuthenticated: false });
+    // What took over is the image the profile pins, pulled by that digest (not the sources under tsx).
+    const deployment = loadManifestSet(loaded.plan).objects.find((m) => m.object.kind === 'Deployment')!
+      .object as unknown as {
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    };
+    expect(env.controllerImage).toMatch(/^ghcr\.io\/baton-dev\/baton-controller@sha256:[0-9a-f]{64}$/);
+    expect(deployment.spec.template.spec.containers[0]!.image).toBe(env.controllerImage);
     // The controller manages itself: every object from Git is applied by baton-controller.
     for (const m of loadManifestSet(loaded.plan).objects) {
       if (m.object.kind === 'Secret') continue;
