@@ -144,6 +144,8 @@ function existing(path: string | null): string | null {
 function print(r: DemoRun, p: PulumiUpResult | undefined): void {
   const auditLogPath = existing(bed.side.auditLogPath);
   const keysPath = existing(bed.side.keysPath);
+  // baton-controller's pods run the image the profile pins, pulled by digest (Flux's and Argo CD's from Go modules).
+  const controllerImage = 'controllerImage' in bed.side ? (bed.side.controllerImage as string | null) : null;
   const summary = {
     outcome: r.outcome,
     ...(r.error ? { error: r.error, failedStep: r.failedStep } : {}),
@@ -183,6 +185,7 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
         }
       : {}),
     controller: profile,
+    controllerImage,
     bootstrapIdentity: activity,
   };
   if (json) {
@@ -200,6 +203,9 @@ function print(r: DemoRun, p: PulumiUpResult | undefined): void {
     confinedLine(r.confinement, c?.writeWindowSeconds),
     `privilege ended:    ${c?.privilegeWindowSeconds ?? 'not confirmed'} s after issue (bindings deleted; get on the planned Secrets denied to the token)`,
     `readiness wait:     ${r.readinessSeconds} s; orchestration overhead ${r.overheadSeconds} s`,
+    ...(controllerImage
+      ? [`controller image:   ${controllerImage}, pulled by digest from the test bed's registry`]
+      : []),
     `taken over by:      ${profile}: ${r.takeover?.ownedObjects.length ?? 0} pushed objects now owned from Git at ${r.takeover?.revisionSeen}; ${r.takeover?.pushOnly.length ?? 0} push-only`,
     ...(activity
       ? [

@@ -3,14 +3,13 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSyn
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
 import { startCluster, stopClusterByName } from './cluster.js';
+import { CONTROLLER_IMAGE, startControllerImageRegistry } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { startPodRunner } from './pod-runner.js';
-
-/** The image baton-controller's Deployment names; the pod runner runs the controller from source for it. */
-const CONTROLLER_IMAGE_PREFIX = 'ghcr.io/baton-dev/baton-controller';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {
@@ -32,12 +31,23 @@ export interface StartBatonControllerSideOptions {
   readonly dir?: string;
   /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
   readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
+  /**
+   * How the controller's pods run. `image`: the image the profile's Deployment pins, pulled by that digest from a
+   * local registry serving the image built from these sources (what a real node runs). `source`: the controller's
+   * TypeScript sources under tsx, for a caller that must run sources the image does not hold. @default 'image'
+   */
+  readonly controllerFrom?: 'image' | 'source';
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and the pod runner playing kubelet. */
 export interface BatonControllerSide extends ControllerSide {
   /** `webhook.yaml` (secret), mode 0600. */
   readonly webhookSecretPath: string;
+  /**
+   * The image reference the controller's pods run, pulled by its digest from the bed's local registry; null when they
+   * run from source (`controllerFrom: 'source'`).
+   */
+  readonly controllerImage: string | null;
 }
 
 /** What a handoff to any controller needs: a Git repository holding what it pulls, a plan, and its pods running. */
@@ -85,10 +95,11 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
-    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE_PREFIX });
+    const { image, ...runner } = await startControllerPods(o);
     return {
       runner,
       side: {
+        controllerImage: image,
         revision,
         planPath,
         pushDir,
@@ -100,6 +111,48 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       },
     };
   });
+}
+
+/** The pod runner for baton-controller's pods, with the registry it pulls the pinned image from (image mode). */
+async function startControllerPods(
+  o: StartBatonControllerSideOptions,
+): Promise<{ readonly image: string | null; stop(): Promise<void> }> {
+  if (o.controllerFrom === 'source') {
+    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE });
+    return { image: null, stop: () => runner.stop() };
+  }
+  const pinned = readdirSync(o.profileDir)
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => ({
+      path: join(o.profileDir, f),
+      image: new RegExp(`image: (${CONTROLLER_IMAGE}@sha256:[0-9a-f]{64})`).exec(
+        readFileSync(join(o.profileDir, f), 'utf8'),
+      )?.[1],
+    }))
+    .find((f) => f.image);
+  const deployment = pinned?.path;
+  if (!deployment)
+    throw new ConfigError(
+      `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (pass controllerFrom: 'source' to run the sources)`,
+    );
+  const registry = await startControllerImageRegistry(deployment);
+  try {
+    const runner = await startPodRunner({
+      kubeconfigPath: o.kubeconfigPath,
+      imagePrefix: CONTROLLER_IMAGE,
+      registryMirrors: { [CONTROLLER_IMAGE.split('/')[0]!]: registry.host },
+    });
+    return {
+      image: pinned.image!,
+      async stop() {
+        await runner.stop();
+        await registry.stop();
+      },
+    };
+  } catch (err) {
+    await registry.stop();
+    throw err;
+  }
 }
 
 /** What a side of a GitOps controller built from Go modules (Flux, Argo CD) is started with, whatever the controller. */
