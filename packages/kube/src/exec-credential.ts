@@ -199,7 +199,14 @@ function runPlugin(
     let stdout = '';
     let stderr = '';
     let error: Error | undefined;
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: PLUGIN_TIMEOUT_MS });
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Our own timer, not spawn's `timeout`: Node leaves that one pending when the command never started (ENOENT),
+    // which kept `baton up` alive for the whole 120 s after it had already failed.
+    const timer = setTimeout(() => child.kill('SIGKILL'), PLUGIN_TIMEOUT_MS);
+    const done = (r: { code: number | null; stdout: string; stderr: string; error?: Error }) => {
+      clearTimeout(timer);
+      resolve(r);
+    };
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       stdout += d;
     });
@@ -209,8 +216,8 @@ function runPlugin(
     child.on('error', (e) => {
       error = e;
       // A command that never started emits no 'close' on every Node version.
-      if (child.pid === undefined) resolve({ code: null, stdout, stderr, error });
+      if (child.pid === undefined) done({ code: null, stdout, stderr, error });
     });
-    child.on('close', (code) => resolve({ code, stdout, stderr, ...(error ? { error } : {}) }));
+    child.on('close', (code) => done({ code, stdout, stderr, ...(error ? { error } : {}) }));
   });
 }
