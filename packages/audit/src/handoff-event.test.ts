@@ -120,6 +120,30 @@ describe('handoff record rules', () => {
 });
 
 describe('handoff events', () => {
+  test('an image pinned by a release tag (no published digest) is recorded without a digest, and verifies', () => {
+    const { push } = handedOff!.plan;
+    const record: HandoffRecord = {
+      ...handedOff!,
+      plan: {
+        ...handedOff!.plan,
+        push: {
+          ...push,
+          controller: { ...push.controller, image: 'quay.io/argoproj/argocd:v3.6.1', imageDigest: undefined },
+        },
+      },
+    };
+    delete (record.plan.push.controller as { imageDigest?: string }).imageDigest;
+    expect(HandoffRecordSchema.safeParse(record).error).toBeUndefined();
+    const l = line(record, 0);
+    expect(checkEntry(l, keys).problem).toBeUndefined();
+    const entry = JSON.parse(l.toString()) as { data: { payload: string } };
+    const statement = JSON.parse(Buffer.from(entry.data.payload, 'base64').toString());
+    expect(statement.subject.map((x: { name: string }) => x.name)).toEqual([
+      `bootstrap-manifests/${push.profile}`,
+      handedOff!.plan.pull.source.url,
+    ]);
+  });
+
   test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', () => {
     const event = createHandoffEvent(handedOff!, key);
     expect(event).toMatchObject({

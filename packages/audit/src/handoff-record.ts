@@ -53,7 +53,9 @@ export const PlanSchema = z.strictObject({
       name: Name,
       namespace: Name,
       image: z.string().min(1).max(512).describe('image reference without digest'),
-      imageDigest: Sha256Digest.describe('digest of the controller image that was pushed'),
+      imageDigest: Sha256Digest.optional().describe(
+        'digest of the controller image that was pushed; absent only where the profile pins an exact release tag because upstream publishes no digest (image then carries the tag)',
+      ),
     }),
   }),
   pull: z.strictObject({

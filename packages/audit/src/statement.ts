@@ -36,7 +36,10 @@ export function buildStatement(record: HandoffRecord): HandoffStatement {
   return {
     _type: IN_TOTO_STATEMENT_TYPE,
     subject: [
-      { name: push.controller.image, digest: { sha256: push.controller.imageDigest.slice('sha256:'.length) } },
+      // An image pinned by a release tag has no digest to name: the bundle's digest covers its reference.
+      ...(push.controller.imageDigest
+        ? [{ name: push.controller.image, digest: { sha256: push.controller.imageDigest.slice('sha256:'.length) } }]
+        : []),
       { name: `bootstrap-manifests/${push.profile}`, digest: { sha256: push.bundleDigest.slice('sha256:'.length) } },
       { name: pull.source.url, digest: { gitCommit: pull.source.revision } },
     ],

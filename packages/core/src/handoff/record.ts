@@ -236,7 +236,7 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
           name: plan.controller.name,
           namespace: plan.controller.namespace,
           image: set?.controllerImage.image ?? '',
-          imageDigest: set?.controllerImage.digest ?? '',
+          ...(set?.controllerImage.digest ? { imageDigest: set.controllerImage.digest } : {}),
         },
       },
       pull: {
