@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readEntries, writeSigningKeyPair } from '@baton/audit';
@@ -51,7 +51,12 @@ const ARGO_APP = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application' } as 
 
 /** The pushed object of `file` (in the rendered push set) with this kind and name, as the plan declares it. */
 function planned(side: ArgoCdSide, file: string, kind: string, name: string): KubeObject {
-  const docs = parseAllDocuments(readFileSync(join(side.pushDir, file), 'utf8'), { version: '1.1' });
+  // The CRDs are 05-crds.generated.yaml when the profile carries the build's copy, 05-crds.yaml when the side adds it.
+  const path = [file, file.replace(/\.yaml$/, '.generated.yaml')]
+    .map((f) => join(side.pushDir, f))
+    .find((p) => existsSync(p));
+  if (!path) throw new Error(`the push set has no ${file}`);
+  const docs = parseAllDocuments(readFileSync(path, 'utf8'), { version: '1.1' });
   const o = docs.map((d) => d.toJS() as KubeObject).find((x) => x?.kind === kind && x.metadata.name === name);
   if (!o) throw new Error(`${file} has no ${kind} ${name}`);
   return o;
