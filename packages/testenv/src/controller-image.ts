@@ -17,6 +17,11 @@ export const CONTROLLER_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton-contro
 
 let built: Promise<string> | undefined;
 
+/** The controller image reference (`…@sha256:<hex>`) a manifest's text pins, if it pins one. */
+export function pinnedControllerImage(manifest: string): string | undefined {
+  return new RegExp(`image: (${CONTROLLER_IMAGE}@sha256:[0-9a-f]{64})`).exec(manifest)?.[1];
+}
+
 /**
  * Builds the controller image from these sources (`pnpm image:build`; warm, only the bundle and its small layer are
  * new), once per process and one build at a time on the machine, and returns its digest.
@@ -49,9 +54,7 @@ export function buildControllerImage(): Promise<string> {
  */
 export async function startControllerImageRegistry(deploymentPath: string): Promise<LocalRegistry> {
   const digest = await buildControllerImage();
-  const pinned = /image: ghcr\.io\/baton-dev\/baton-controller@(sha256:[0-9a-f]{64})/.exec(
-    readFileSync(deploymentPath, 'utf8'),
-  )?.[1];
+  const pinned = pinnedControllerImage(readFileSync(deploymentPath, 'utf8'))?.split('@')[1];
   if (pinned !== digest)
     throw new ConfigError(
       `${deploymentPath}: pins ${CONTROLLER_IMAGE}@${pinned ?? '(no digest)'}, but these sources build ${digest}; run \`pnpm image:build --pin\` and commit the digest`,

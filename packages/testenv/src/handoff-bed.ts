@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
 import { startCluster, stopClusterByName } from './cluster.js';
-import { CONTROLLER_IMAGE, startControllerImageRegistry } from './controller-image.js';
+import { CONTROLLER_IMAGE, pinnedControllerImage, startControllerImageRegistry } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { startPodRunner } from './pod-runner.js';
@@ -125,17 +125,14 @@ async function startControllerPods(
     .filter((f) => f.endsWith('.yaml'))
     .map((f) => ({
       path: join(o.profileDir, f),
-      image: new RegExp(`image: (${CONTROLLER_IMAGE}@sha256:[0-9a-f]{64})`).exec(
-        readFileSync(join(o.profileDir, f), 'utf8'),
-      )?.[1],
+      image: pinnedControllerImage(readFileSync(join(o.profileDir, f), 'utf8')),
     }))
     .find((f) => f.image);
-  const deployment = pinned?.path;
-  if (!deployment)
+  if (!pinned?.image)
     throw new ConfigError(
       `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (pass controllerFrom: 'source' to run the sources)`,
     );
-  const registry = await startControllerImageRegistry(deployment);
+  const registry = await startControllerImageRegistry(pinned.path);
   try {
     const runner = await startPodRunner({
       kubeconfigPath: o.kubeconfigPath,
@@ -143,7 +140,7 @@ async function startControllerPods(
       registryMirrors: { [CONTROLLER_IMAGE.split('/')[0]!]: registry.host },
     });
     return {
-      image: pinned.image!,
+      image: pinned.image,
       async stop() {
         await runner.stop();
         await registry.stop();
