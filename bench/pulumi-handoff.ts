@@ -31,7 +31,9 @@ const LIVE_WINDOW_TARGET_SECONDS = 0.5;
 /** `pulumi up` may take this much longer than `baton up` (issue 17). */
 const ADDED_SECONDS_TARGET = 5;
 
-type HandoffPath = 'pulumi' | 'cli';
+/** `pulumi up --yes` (preview, then update), `pulumi up --yes --skip-preview`, and the installed `baton up`. */
+type HandoffPath = 'pulumi' | 'pulumiSkipPreview' | 'cli';
+const PATHS: readonly HandoffPath[] = ['pulumi', 'pulumiSkipPreview', 'cli'];
 
 /** One handoff as the benchmark records it. */
 interface HandoffSample {
@@ -56,26 +58,27 @@ interface HandoffSample {
 
 /**
  * `pulumi up`'s seconds before the mint, from the language host's and the provider's timestamps: engine start (`pulumi
- * up` started → language host process started), language host (→ Run arrived), program (→ the dynamic-provider host
- * process started: the program loads and registers its resources, the engine checks them and starts the host),
- * provider host (→ `@baton/pulumi/provider` loaded), handoff (→ the credential issued: check, diff, create, plan,
- * preflight, cleanup, confine, mint).
+ * up` started → first language host process started), preview (→ the update's Run arrived: the preview's program run,
+ * its check and diff in a dynamic-provider host of its own, and the update's language host; near 0.4 s with
+ * --skip-preview), program (→ the update's dynamic-provider host process started: the program loads and registers its
+ * resources, the engine checks them and starts the host), provider host (→ `@baton/pulumi/provider` loaded), handoff
+ * module (→ the run's module graph loaded on create: @baton/core, the Kubernetes clients, the audit log), handoff
+ * (→ the credential issued: plan, preflight, cleanup, confine, mint).
  */
 interface BeforeMintSplit {
   readonly engineStartSeconds: number;
-  readonly languageHostSeconds: number;
+  readonly previewSeconds: number;
   readonly programSeconds: number;
   readonly providerHostSeconds: number;
+  readonly handoffModuleSeconds: number;
   readonly handoffSeconds: number;
 }
 
 type Measured = Omit<HandoffSample, 'order'>;
 
-/** pulumi, cli, cli, pulumi, pulumi, cli, …: each path goes first in half of the pairs. */
+/** Each round runs every path once, rotated by one per round, so no path always goes first or last. */
 export function alternatingOrder(runs: number): HandoffPath[] {
-  return Array.from({ length: runs }, (_, r): HandoffPath[] =>
-    r % 2 === 0 ? ['pulumi', 'cli'] : ['cli', 'pulumi'],
-  ).flat();
+  return Array.from({ length: runs }, (_, r) => PATHS.map((_, i) => PATHS[(i + r) % PATHS.length]!)).flat();
 }
 
 /**
@@ -106,26 +109,38 @@ function installedProject(installed: OutsideInstall, timingsPath: string): Pulum
   };
 }
 
-/** Epoch ms of the first record of `event` in the language host's timings file. */
-function hostTiming(timingsPath: string, event: string): number {
+/** Epoch ms of the first or last record of `event` in the language host's timings file (one per host process). */
+function hostTiming(timingsPath: string, event: string, which: 'first' | 'last'): number {
   const lines = readFileSync(timingsPath, 'utf8').trim().split('\n');
-  const hit = lines.map((l) => JSON.parse(l) as { event: string; at: number }).find((t) => t.event === event);
+  const hits = lines.map((l) => JSON.parse(l) as { event: string; at: number }).filter((t) => t.event === event);
+  const hit = which === 'first' ? hits[0] : hits.at(-1);
   if (!hit) throw new Error(`${timingsPath} has no ${event} record: is the test bed's language host the one running?`);
   return hit.at;
 }
 
 /** The provider's first log line (`provider host`) in the run's log beside the journal. */
-function providerTimings(bed: HandoffBed): { providerHostStartedAt: string; providerLoadedAt: string } {
+function providerTimings(bed: HandoffBed): {
+  providerHostStartedAt: string;
+  providerLoadedAt: string;
+  runLoadedAt: string;
+} {
   const logDir = join(bed.side.dir, 'logs');
   const file = readdirSync(logDir).find((f) => f.startsWith('pulumi-'));
   if (!file) throw new Error(`${logDir} holds no provider log`);
   const first = readFileSync(join(logDir, file), 'utf8').split('\n')[0] ?? '';
-  return JSON.parse(first) as { providerHostStartedAt: string; providerLoadedAt: string };
+  return JSON.parse(first) as { providerHostStartedAt: string; providerLoadedAt: string; runLoadedAt: string };
 }
 
-async function viaPulumi(bed: HandoffBed, installed: OutsideInstall, signal: AbortSignal): Promise<Measured> {
+async function viaPulumi(
+  bed: HandoffBed,
+  installed: OutsideInstall,
+  signal: AbortSignal,
+  skipPreview: boolean,
+): Promise<Measured> {
   const timingsPath = join(bed.side.dir, 'language-host-timings.jsonl');
-  const up = await pulumiUp(bed, bed.side.dir, signal, installedProject(installed, timingsPath));
+  const up = await pulumiUp(bed, bed.side.dir, signal, installedProject(installed, timingsPath), {
+    upArgs: skipPreview ? ['--skip-preview'] : [],
+  });
   if (up.receipt?.outcome !== 'handed-off' || !up.receipt.credential) {
     throw new Error(`${bed.clusterName}: pulumi up did not hand off: ${up.error ?? up.receipt?.outcome}`);
   }
@@ -133,10 +148,11 @@ async function viaPulumi(bed: HandoffBed, installed: OutsideInstall, signal: Abo
   const provider = providerTimings(bed);
   const marks = [
     Date.parse(up.startedAt),
-    hostTiming(timingsPath, 'host-started'),
-    hostTiming(timingsPath, 'run'),
+    hostTiming(timingsPath, 'host-started', 'first'),
+    hostTiming(timingsPath, 'run', 'last'),
     Date.parse(provider.providerHostStartedAt),
     Date.parse(provider.providerLoadedAt),
+    Date.parse(provider.runLoadedAt),
     Date.parse(up.receipt.credential.issuedAt),
   ];
   const between = (i: number) => round((marks[i + 1]! - marks[i]!) / 1000, 3);
@@ -144,10 +160,11 @@ async function viaPulumi(bed: HandoffBed, installed: OutsideInstall, signal: Abo
     ...m,
     beforeMint: {
       engineStartSeconds: between(0),
-      languageHostSeconds: between(1),
+      previewSeconds: between(1),
       programSeconds: between(2),
       providerHostSeconds: between(3),
-      handoffSeconds: between(4),
+      handoffModuleSeconds: between(4),
+      handoffSeconds: between(5),
     },
   };
 }
@@ -180,7 +197,9 @@ async function sample(
   const bed = await startDemoBed({ name });
   let ok = false;
   try {
-    const m = await (path === 'pulumi' ? viaPulumi(bed, installed, signal) : viaCli(bed, installed, signal));
+    const m = await (path === 'cli'
+      ? viaCli(bed, installed, signal)
+      : viaPulumi(bed, installed, signal, path === 'pulumiSkipPreview'));
     ok = true;
     return m;
   } finally {
@@ -216,12 +235,12 @@ export async function benchHandoff(runs: number, log: (line: string) => void, si
   const installed = await installUserPulumiProject(
     await packPackages(runtimeClosure(['@baton/cli', '@baton/pulumi']), packDir),
   );
-  const samples: Record<HandoffPath, HandoffSample[]> = { pulumi: [], cli: [] };
+  const samples: Record<HandoffPath, HandoffSample[]> = { pulumi: [], pulumiSkipPreview: [], cli: [] };
   const order = alternatingOrder(runs);
   try {
     for (const [i, path] of order.entries()) {
       signal.throwIfAborted();
-      const m = await sample(path, `bench-${path}-${process.pid}-${i}`, installed, signal);
+      const m = await sample(path, `bench-${path.toLowerCase()}-${process.pid}-${i}`, installed, signal);
       samples[path].push({ order: i, ...m });
       log(
         `handoff ${i + 1}/${order.length} via ${path}: total ${m.totalSeconds} s, before issue ${m.beforeIssueSeconds} s ${JSON.stringify(m.beforeMint ?? {})}, credential live ${m.liveSeconds} s`,
@@ -231,32 +250,43 @@ export async function benchHandoff(runs: number, log: (line: string) => void, si
     await installed.remove();
     await rm(packDir, { recursive: true, force: true });
   }
-  const split = (pick: (b: BeforeMintSplit) => number) =>
-    round(median(samples.pulumi.map((s) => pick(s.beforeMint!))), 3);
+  const splitOf = (path: HandoffPath) => {
+    const of = (pick: (b: BeforeMintSplit) => number) =>
+      round(median(samples[path].map((s) => pick(s.beforeMint!))), 3);
+    return {
+      engineStartSeconds: of((b) => b.engineStartSeconds),
+      previewSeconds: of((b) => b.previewSeconds),
+      programSeconds: of((b) => b.programSeconds),
+      providerHostSeconds: of((b) => b.providerHostSeconds),
+      handoffModuleSeconds: of((b) => b.handoffModuleSeconds),
+      handoffSeconds: of((b) => b.handoffSeconds),
+    };
+  };
   const pulumi = medians(samples.pulumi);
+  const pulumiSkipPreview = medians(samples.pulumiSkipPreview);
   const cli = medians(samples.cli);
-  // Every sample handed off (else it threw), so each has a total and a live window.
-  const liveWindowDifferenceSeconds = round(pulumi.liveSeconds! - cli.liveSeconds!);
+  const against = (p: ReturnType<typeof medians>) => {
+    // Every sample handed off (else it threw), so each has a total and a live window.
+    const addedSeconds = round(p.totalSeconds! - cli.totalSeconds!);
+    const liveWindowDifferenceSeconds = round(p.liveSeconds! - cli.liveSeconds!);
+    return {
+      addedBeforeIssueSeconds: round(p.beforeIssueSeconds! - cli.beforeIssueSeconds!),
+      addedSeconds,
+      liveWindowDifferenceSeconds,
+      targetMet: liveWindowDifferenceSeconds <= LIVE_WINDOW_TARGET_SECONDS && addedSeconds <= ADDED_SECONDS_TARGET,
+    };
+  };
   return {
     description:
-      'a handoff to baton-controller on the installed packages (the runtime closure of @baton/cli and @baton/pulumi packed and npm-installed outside the repository): `pulumi up` of a user project whose TypeScript program (handoffFromConfig) is compiled with its own tsc (real engine, the test bed language host with typescript: false, dynamic provider; no NODE_OPTIONS, no NODE_PATH) vs the installed `baton up --plan … -o json` as a process; a fresh bed per sample, order pulumi, cli, cli, pulumi, …; totalSeconds is the wall time of the command = beforeIssueSeconds (command start to credential issue) + liveSeconds (issue to first refusal) + afterRevokeSeconds; beforeMint splits pulumi’s beforeIssueSeconds: engine start → language host start → Run → dynamic-provider host start → @baton/pulumi/provider loaded → credential issued; runSeconds is the run summary’s own total; medians; differences are pulumi median − cli median',
+      'a handoff to baton-controller on the installed packages (the runtime closure of @baton/cli and @baton/pulumi packed and npm-installed outside the repository): `pulumi up --yes` (preview, then update) and `pulumi up --yes --skip-preview` of a user project whose TypeScript program (handoffFromConfig) is compiled with its own tsc (real engine, the test bed language host with typescript: false, dynamic provider; no NODE_OPTIONS, no NODE_PATH) vs the installed `baton up --plan … -o json` as a process; a fresh bed per sample, each round runs the three paths in a rotated order; totalSeconds is the wall time of the command = beforeIssueSeconds (command start to credential issue) + liveSeconds (issue to first refusal) + afterRevokeSeconds; beforeMint splits pulumi’s beforeIssueSeconds: engine start → first language host start → the update’s Run (the preview) → the update’s dynamic-provider host start (the program) → @baton/pulumi/provider loaded → the run’s modules loaded on create → credential issued; runSeconds is the run summary’s own total; medians; differences are pulumi median − cli median',
     runs,
-    medians: { pulumi, cli },
-    pulumiBeforeMint: {
-      engineStartSeconds: split((b) => b.engineStartSeconds),
-      languageHostSeconds: split((b) => b.languageHostSeconds),
-      programSeconds: split((b) => b.programSeconds),
-      providerHostSeconds: split((b) => b.providerHostSeconds),
-      handoffSeconds: split((b) => b.handoffSeconds),
-    },
-    addedBeforeIssueSeconds: round(pulumi.beforeIssueSeconds! - cli.beforeIssueSeconds!),
+    medians: { pulumi, pulumiSkipPreview, cli },
+    pulumiBeforeMint: splitOf('pulumi'),
+    pulumiSkipPreviewBeforeMint: splitOf('pulumiSkipPreview'),
     addedSecondsTarget: ADDED_SECONDS_TARGET,
-    addedSeconds: round(pulumi.totalSeconds! - cli.totalSeconds!),
-    liveWindowDifferenceSeconds,
     liveWindowTargetSeconds: LIVE_WINDOW_TARGET_SECONDS,
-    targetMet:
-      liveWindowDifferenceSeconds <= LIVE_WINDOW_TARGET_SECONDS &&
-      pulumi.totalSeconds! - cli.totalSeconds! <= ADDED_SECONDS_TARGET,
+    pulumiUp: against(pulumi),
+    pulumiUpSkipPreview: against(pulumiSkipPreview),
     samples,
     loadAverage: { start: loadStart.map((x) => round(x)), end: loadavg().map((x) => round(x)) },
   };

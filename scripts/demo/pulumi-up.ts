@@ -53,8 +53,8 @@ export interface PulumiUpResult {
 }
 
 /**
- * Runs `pulumi stack init`, `config set` (values on stdin; secrets as Pulumi secrets) and `pulumi up --yes` of
- * `project` (stacks/local by default) for `bed`, copies the state into `outDir`, then removes the stack (and the
+ * Runs `pulumi stack init`, `config set` (values on stdin; secrets as Pulumi secrets) and `pulumi up --yes` (plus
+ * `options.upArgs`) of `project` (stacks/local by default) for `bed`, copies the state into `outDir`, then removes the stack (and the
  * project's Pulumi.<stack>.yaml) and every process and file of the Pulumi environment.
  */
 export async function pulumiUp(
@@ -62,6 +62,7 @@ export async function pulumiUp(
   outDir: string,
   signal: AbortSignal,
   project: PulumiProject = LOCAL_STACK,
+  options: { readonly upArgs?: readonly string[] } = {},
 ): Promise<PulumiUpResult> {
   const stack = bed.clusterName;
   const projectDir = project.dir;
@@ -71,7 +72,7 @@ export async function pulumiUp(
     env.run([...args, '--stack', stack], { cwd: projectDir, stack, signal, ...(input === undefined ? {} : { input }) });
   // `up` is not killed on abort: killing the engine would kill the provider mid-handoff, before it revokes the
   // bootstrap credential. The handoff runs to its end (revoked, proved, recorded) and the demo stops after it.
-  const runUp = () => env.run(['up', '--yes', '--stack', stack], { cwd: projectDir, stack });
+  const runUp = () => env.run(['up', '--yes', ...(options.upArgs ?? []), '--stack', stack], { cwd: projectDir, stack });
   const statePath = join(outDir, 'pulumi-state.json');
   const logPath = join(outDir, 'pulumi-up.log');
   try {

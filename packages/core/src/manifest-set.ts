@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ConfigError } from '@baton/errors';
-import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube';
+import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from '@baton/kube/plan';
 import { LineCounter, parse, parseAllDocuments } from 'yaml';
 import { canonicalJson } from './canonical-json.js';
 import type { HandoffPlan } from './handoff-plan.js';

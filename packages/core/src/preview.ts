@@ -8,7 +8,7 @@ import {
   planConfinement,
   type RbacRule,
   writableView,
-} from '@baton/kube';
+} from '@baton/kube/plan';
 import type { LoadedPlan } from './handoff-plan.js';
 import { loadManifestSet } from './manifest-set.js';
 

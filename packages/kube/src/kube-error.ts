@@ -1,9 +1,19 @@
 import { KubeApiError } from '@baton/errors';
-import { ApiException } from '@kubernetes/client-node';
+import type { ApiException } from '@kubernetes/client-node';
+
+/**
+ * client-node's ApiException, recognised by its shape: importing the class would load client-node into every module
+ * graph that only plans (the Pulumi program, `baton plan` without a cluster), for an instanceof check.
+ */
+function isApiException(err: unknown): err is ApiException<unknown> {
+  return (
+    err instanceof Error && typeof (err as { code?: unknown }).code === 'number' && 'body' in err && 'headers' in err
+  );
+}
 
 /** The HTTP status of a failed client-node call, or 0 when the error did not come from the API server. */
 export function statusOf(err: unknown): number {
-  if (err instanceof ApiException) return err.code;
+  if (isApiException(err)) return err.code;
   if (err instanceof KubeApiError) return Number(err.details?.status ?? 0);
   return 0;
 }
@@ -18,7 +28,7 @@ export function toKubeApiError(err: unknown, what: string, fix = ''): KubeApiErr
   if (err instanceof KubeApiError && typeof apiMessage !== 'string') return err;
   const status = statusOf(err);
   let reason = typeof apiMessage === 'string' ? apiMessage : '';
-  if (err instanceof ApiException) {
+  if (isApiException(err)) {
     const body = err.body as unknown;
     const parsed = typeof body === 'string' ? safeJson(body) : body;
     const message = (parsed as { message?: unknown } | undefined)?.message;

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type HandoffPlanInput, HandoffPlanSchema, type LoadedPlan, parseHandoffPlan } from '@baton/core';
+import { type HandoffPlanInput, HandoffPlanSchema, type LoadedPlan, parseHandoffPlan } from '@baton/core/plan';
 
 /** The Git source the controller pulls from (`pull.source` of a plan). */
 export interface GitSource {
@@ -93,7 +93,7 @@ export interface HandoffInputs {
 
 /**
  * Inputs whose change after the handoff changes how baton reaches the cluster, not what was pushed: the operator's
- * access, and the serialized provider (`__provider`, which changes with a new @baton/pulumi).
+ * access, and the provider module the host loads (`__provider`, which earlier versions of @baton/pulumi serialized).
  */
 export const ACCESS_INPUTS: readonly string[] = ['kubeconfig', 'context', '__provider'];
 
@@ -243,4 +243,34 @@ export function firstDifference(a: unknown, b: unknown, path = ''): string | und
     if (d !== undefined) return d;
   }
   return undefined;
+}
+
+/** Top-level inputs that hold secrets: a failure on them never names them as a property (see {@link checkHandoff}). */
+const SECRET_INPUTS: readonly string[] = ['kubeconfig', 'pullCredential', 'pushSecrets'];
+
+/**
+ * Checks the inputs of a handoff: the plan schema's rules by property path and, once the cluster is handed off
+ * (`olds` is the last handoff's inputs), refuses a change to what was pushed. `pulumi up --replace` checks without
+ * `olds`, so a replacement is a new handoff.
+ */
+export function checkHandoff(olds: Partial<HandoffInputs>, news: HandoffInputs): InputFailure[] {
+  const failures = validateInputs(news);
+  if (failures.length === 0 && Object.keys(olds ?? {}).length > 0) {
+    const changed = firstDifference(withoutAccess(olds), withoutAccess(news));
+    if (changed !== undefined) {
+      failures.push({
+        property: changed,
+        reason: `the cluster is handed off; change it in Git (the controller pulls ${news.controller.source.url}), or ask for a new handoff with \`pulumi up --replace <urn>\``,
+      });
+    }
+  }
+  // The engine prints the input value of a failure's top-level property: a secret one goes into the reason instead.
+  return failures.map((f) =>
+    SECRET_INPUTS.includes(f.property) ? { property: '', reason: `${f.property}: ${f.reason}` } : f,
+  );
+}
+
+/** The inputs without the operator's access ({@link ACCESS_INPUTS}): what a handoff pushed and recorded. */
+export function withoutAccess(inputs: Partial<HandoffInputs>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(inputs).filter(([k]) => !ACCESS_INPUTS.includes(k)));
 }

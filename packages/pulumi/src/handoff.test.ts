@@ -1,12 +1,16 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as pulumi from '@pulumi/pulumi';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batonController } from './controllers.js';
-import { Handoff } from './handoff.js';
+import { Handoff, PROVIDER_MODULE } from './handoff.js';
 import type { HandoffReceipt } from './handoff-receipt.js';
 import { handoffFromConfig } from './stack-config.js';
 
 const manifests = fileURLToPath(new URL('../../../bootstrap-manifests/baton-controller', import.meta.url));
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  exports: Record<string, { default?: string }>;
+};
 const SECRET_SIG = '1b47061264138c4ac30d75fd1eb44270';
 
 /** What the mocked engine was asked to register. */
@@ -55,6 +59,23 @@ function isSecretValue(v: unknown): boolean {
   );
 }
 
+describe('the provider module the dynamic-provider host loads', () => {
+  it('hands the host the provider that @baton/pulumi/provider exports, loaded by package name', () => {
+    // As require-from-string evaluates it: CommonJS with the module's own require.
+    const exports: { handler?: () => unknown } = {};
+    const asked: string[] = [];
+    const provider = { check: () => undefined };
+    const fakeRequire = (id: string) => {
+      asked.push(id);
+      return { handoffProvider: provider };
+    };
+    new Function('exports', 'require', PROVIDER_MODULE)(exports, fakeRequire);
+    expect(exports.handler?.()).toBe(provider);
+    expect(asked).toEqual(['@baton/pulumi/provider']);
+    expect(pkg.exports['./provider']?.default).toBe('./dist/provider.js');
+  });
+});
+
 describe('Handoff (wiring, mocked engine)', () => {
   it('registers baton:index:Handoff with a dynamic child that gets the inputs, secrets marked', async () => {
     const h = new Handoff('prod-eu-1', {
@@ -78,11 +99,8 @@ describe('Handoff (wiring, mocked engine)', () => {
     expect(run.inputs.audit.logPath).toBe(`${process.cwd()}/audit/handoffs.jsonl`);
     expect(run.inputs.journalDir).toBe(`${process.cwd()}/.baton/journal`);
     expect(run.inputs.controller.manifests).toBe(manifests);
-    // The serialized provider loads the real one by package name: no module of baton is in the state.
-    const provider = run.inputs.__provider as string;
-    expect(provider).toMatch(/require\(["']@baton\/pulumi\/provider["']\)/);
-    expect(provider).not.toContain('runHandoff');
-    expect(provider.length).toBeLessThan(20_000);
+    // The provider module loads the real one by package name: no module of baton is in the state.
+    expect(run.inputs.__provider).toBe(PROVIDER_MODULE);
   });
 
   it('computes the push plan without a cluster or a secret', async () => {

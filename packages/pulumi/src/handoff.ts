@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
-import { type HandoffPreview, previewHandoff } from '@baton/core';
+import { type HandoffPreview, previewHandoff } from '@baton/core/plan';
 import * as pulumi from '@pulumi/pulumi';
 import type { AuditSpec, ControllerSpec, HandoffInputs } from './handoff-inputs.js';
 import { withLoadedPlan } from './handoff-inputs.js';
@@ -31,22 +31,27 @@ export interface HandoffArgs {
   readonly journalDir?: pulumi.Input<string>;
 }
 
-// Runs in Pulumi's dynamic-provider host. Each method loads the provider by package name when it runs, so the
-// serialized closure captures no module: serializing @baton/core's module graph into the state is the known trap.
-const providerStub: pulumi.dynamic.ResourceProvider = {
-  check: (olds, news) => require('@baton/pulumi/provider').handoffProvider.check(olds, news),
-  diff: (id, olds, news) => require('@baton/pulumi/provider').handoffProvider.diff(id, olds, news),
-  create: (inputs) => require('@baton/pulumi/provider').handoffProvider.create(inputs),
-  update: (id, olds, news) => require('@baton/pulumi/provider').handoffProvider.update(id, olds, news),
-  read: (id, props) => require('@baton/pulumi/provider').handoffProvider.read(id, props),
-  delete: (id, props) => require('@baton/pulumi/provider').handoffProvider.delete(id, props),
-};
+/**
+ * The `__provider` module Pulumi's dynamic-provider host loads (`require-from-string`, then `.handler()`): it loads
+ * the provider by package name, resolved from the program's directory. Written here rather than produced by
+ * `pulumi.dynamic.Resource`'s closure serialization, which loads TypeScript and walks the closure with the inspector
+ * in every program run (about 1 s of each preview and each update), and would put module code into the state.
+ */
+export const PROVIDER_MODULE = "exports.handler = () => require('@baton/pulumi/provider').handoffProvider;\n";
 
-/** The dynamic resource that runs the handoff; its state is the inputs and the receipt. */
-class HandoffRun extends pulumi.dynamic.Resource {
+/**
+ * The dynamic resource that runs the handoff; its state is the inputs and the receipt. Its type is the one
+ * `pulumi.dynamic.Resource` gives (`pulumi-nodejs:dynamic/baton:HandoffRun`), so existing stacks keep their URNs.
+ */
+class HandoffRun extends pulumi.CustomResource {
   declare readonly receipt: pulumi.Output<HandoffReceipt>;
   constructor(name: string, props: Record<string, pulumi.Input<unknown>>, opts: pulumi.CustomResourceOptions) {
-    super(providerStub, name, { ...props, receipt: undefined }, opts, 'baton', 'HandoffRun');
+    super(
+      'pulumi-nodejs:dynamic/baton:HandoffRun',
+      name,
+      { ...props, __provider: PROVIDER_MODULE, receipt: undefined },
+      opts,
+    );
   }
 }
 

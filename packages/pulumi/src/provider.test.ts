@@ -4,7 +4,8 @@ import { BatonError, ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
 import { batonController } from './controllers.js';
 import { type HandoffInputs, withLoadedPlan } from './handoff-inputs.js';
-import { checkHandoff, handoffProvider, runProviderHandoff } from './provider.js';
+import { checkHandoff, handoffProvider } from './provider.js';
+import { runProviderHandoff } from './provider-run.js';
 
 const manifests = fileURLToPath(new URL('../../../bootstrap-manifests/baton-controller', import.meta.url));
 const PASSWORD = 'pull-password-0f3a9c';
