@@ -11,6 +11,32 @@ export interface DetachedCluster {
   readonly auditLogPath: string | null;
   /** Pid of the background host process that owns the cluster. */
   readonly hostPid: number;
+  /** The handoff bed the host runs for the cluster, when asked for one. */
+  readonly bed?: DetachedBed;
+}
+
+/** Where a detached handoff bed keeps what `baton up --plan` needs, for a person to follow by hand. */
+export interface DetachedBed {
+  readonly profile: 'baton-controller' | 'flux';
+  /** The bed's directory: plan, push set, pull credential, audit log and keys, journal. */
+  readonly dir: string;
+  /** A HandoffPlan that hands the cluster off as it stands. */
+  readonly planPath: string;
+  /** The repository the controller pulls (served by `git http-backend` on loopback). */
+  readonly gitUrl: string;
+  readonly gitPath: string;
+  /** The commit the plan declares. */
+  readonly revision: string;
+  /** The rendered push set, as Git carries it. */
+  readonly pushDir: string;
+  /** The read-only pull credential (YAML: username, password). */
+  readonly pullCredentialPath: string;
+  readonly auditLogPath: string;
+  readonly signingKeyPath: string;
+  /** The trusted-keys file for `baton audit verify --keys`. */
+  readonly keysPath: string;
+  /** The controller image the pod runner runs by digest (baton-controller), else null. */
+  readonly controllerImage: string | null;
 }
 
 /**
@@ -19,7 +45,14 @@ export interface DetachedCluster {
  * @throws ConfigError / ProcessError / TimeoutError as reported by the host.
  */
 export async function startDetachedCluster(
-  options: { name?: string; nodes?: number; keep?: boolean; kubernetesVersion?: string } = {},
+  options: {
+    name?: string;
+    nodes?: number;
+    keep?: boolean;
+    kubernetesVersion?: string;
+    /** Also run a handoff bed for this profile, from the bootstrap manifests in `manifests`. */
+    bed?: { readonly profile: DetachedBed['profile']; readonly manifests: string };
+  } = {},
 ): Promise<DetachedCluster> {
   // Run the host the same way this module runs: from source (tsx + condition) or from dist.
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
@@ -32,6 +65,7 @@ export async function startDetachedCluster(
     `--nodes=${options.nodes ?? 1}`,
     ...(options.keep ? ['--keep=true'] : []),
     ...(options.kubernetesVersion ? [`--kubernetes-version=${options.kubernetesVersion}`] : []),
+    ...(options.bed ? [`--bed=${options.bed.profile}`, `--manifests=${options.bed.manifests}`] : []),
   ];
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   const lines = createInterface({ input: child.stdout! });
@@ -57,5 +91,6 @@ export async function startDetachedCluster(
     kubeconfigPath: msg.kubeconfigPath,
     auditLogPath: msg.auditLogPath,
     hostPid: child.pid!,
+    ...(msg.bed ? { bed: msg.bed } : {}),
   };
 }

@@ -23,7 +23,7 @@ export {
   CONTROLLER_IMAGE_LAYOUT,
   startControllerImageRegistry,
 } from './controller-image.js';
-export type { DetachedCluster } from './detached.js';
+export type { DetachedBed, DetachedCluster } from './detached.js';
 export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';

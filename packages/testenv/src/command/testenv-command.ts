@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { ConfigError, isBatonError } from '@baton/errors';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { ensureArgoCd } from '../argocd/argocd-build.js';
@@ -8,7 +10,7 @@ import {
   KUBERNETES_VERSIONS,
   resolveKubernetesVersion,
 } from '../control-plane-binaries.js';
-import { startDetachedCluster } from '../detached.js';
+import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { KubeHttp } from '../kube-http.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
@@ -36,36 +38,7 @@ export function testenvCommand(): Command {
     'start, list and stop real local Kubernetes control planes (built from Go modules)',
   );
 
-  cmd
-    .command('up')
-    .description('start a cluster that keeps running in the background')
-    .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
-    .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
-    .option('--keep', 'keep the data directory after `down`', false)
-    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
-    .option('--json', 'print one JSON object: name, server, kubeconfigPath, auditLogPath', false)
-    .action(async (o) => {
-      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
-      if (!o.json)
-        err(
-          `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster…`,
-        );
-      await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: o.json ? () => {} : err });
-      const c = await startDetachedCluster({
-        ...(o.name ? { name: o.name } : {}),
-        nodes: o.nodes,
-        keep: o.keep,
-        kubernetesVersion,
-      });
-      const out = { name: c.name, server: c.server, kubeconfigPath: c.kubeconfigPath, auditLogPath: c.auditLogPath };
-      if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
-      else {
-        process.stdout.write(
-          `cluster ${c.name} is running at ${c.server}\n  kubeconfig: ${c.kubeconfigPath}\n  audit log:  ${c.auditLogPath ?? '(off)'}\n`,
-        );
-        process.stdout.write(`  stop it with: pnpm baton testenv down --name ${c.name}\n`);
-      }
-    });
+  cmd.addCommand(upCommand());
 
   cmd
     .command('ls')
@@ -218,4 +191,88 @@ export async function runTestenvCli(argv: readonly string[]): Promise<number> {
     process.stderr.write(`baton-testenv: ${err instanceof Error ? err.message : String(err)}\n`);
     return isBatonError(err) && err.code === 'config' ? 2 : 1;
   }
+}
+
+/** `testenv up`: a cluster in a background host, and with `--bed` a handoff bed for it. */
+function upCommand() {
+  return new Command('up')
+    .description('start a cluster that keeps running in the background')
+    .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
+    .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
+    .option('--keep', 'keep the data directory after `down`', false)
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
+    .addOption(
+      new Option(
+        '--bed <profile>',
+        'also run a handoff bed until `down`: a Git server holding the push set, the pod runner playing kubelet for the controller, and a plan that hands off as it stands',
+      ).choices(['baton-controller', 'flux'] as const),
+    )
+    .option('--manifests <dir>', "the bed's bootstrap manifests (default: bootstrap-manifests/<profile> here)")
+    .option('--json', 'print one JSON object: name, server, kubeconfigPath, auditLogPath (and bed)', false)
+    .action(async (o) => {
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      const bed = o.bed ? { profile: o.bed, manifests: bedManifests(o.bed, o.manifests) } : undefined;
+      if (!bed && o.manifests) throw new ConfigError('--manifests is an option of --bed: add --bed <profile>');
+      const progress = o.json ? () => {} : err;
+      if (!o.json)
+        err(
+          `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster${bed ? ` and its ${bed.profile} bed` : ''}…`,
+        );
+      await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: progress });
+      // Built here, where the progress shows: the background host's output goes nowhere.
+      if (bed?.profile === 'flux') await ensureFluxControllers({ onProgress: progress });
+      const c = await startDetachedCluster({
+        ...(o.name ? { name: o.name } : {}),
+        nodes: o.nodes,
+        keep: o.keep,
+        kubernetesVersion,
+        ...(bed ? { bed } : {}),
+      });
+      const out = {
+        name: c.name,
+        server: c.server,
+        kubeconfigPath: c.kubeconfigPath,
+        auditLogPath: c.auditLogPath,
+        ...(c.bed ? { bed: c.bed } : {}),
+      };
+      if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
+      else process.stdout.write(describeUp(c));
+    });
+}
+
+/** The bootstrap manifests of a bed: `--manifests`, else bootstrap-manifests/<profile> under the current directory. */
+function bedManifests(profile: string, manifests: string | undefined): string {
+  const dir = resolve(manifests ?? join('bootstrap-manifests', profile));
+  if (!existsSync(join(dir, 'rules', 'profile.yaml')))
+    throw new ConfigError(
+      `--manifests ${dir} is not a ${profile} profile (it has no rules/profile.yaml): run from the repository root, or pass --manifests <bootstrap-manifests/${profile}>`,
+    );
+  return dir;
+}
+
+/** What `testenv up` prints: the cluster, and the bed's files with the commands that follow the handoff by hand. */
+function describeUp(c: DetachedCluster): string {
+  const lines = [
+    `cluster ${c.name} is running at ${c.server}`,
+    `  kubeconfig: ${c.kubeconfigPath}`,
+    `  audit log:  ${c.auditLogPath ?? '(off)'}`,
+  ];
+  const b: DetachedBed | undefined = c.bed;
+  if (b)
+    lines.push(
+      `handoff bed (${b.profile}) in ${b.dir}:`,
+      `  plan:            ${b.planPath} (hands the cluster off as it stands)`,
+      `  Git:             ${b.gitUrl} (path ${b.gitPath}, revision ${b.revision})`,
+      `  push set:        ${b.pushDir}`,
+      `  pull credential: ${b.pullCredentialPath}`,
+      ...(b.controllerImage ? [`  controller:      ${b.controllerImage}`] : []),
+      `  audit log:       ${b.auditLogPath} (keys ${b.keysPath})`,
+      'follow the handoff by hand:',
+      `  pnpm baton plan --plan ${b.planPath} --kubeconfig ${c.kubeconfigPath}`,
+      `  pnpm baton up --plan ${b.planPath}`,
+      `  pnpm baton status --plan ${b.planPath}`,
+      `  pnpm baton audit verify ${b.auditLogPath} --keys ${b.keysPath}`,
+    );
+  lines.push(`stop it with: pnpm baton testenv down --name ${c.name}`);
+  return `${lines.join('\n')}\n`;
 }
