@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec, goModuleDir } from '../go-build.js';
 import { cacheRoot, goModulesDir } from '../paths.js';
@@ -13,6 +13,12 @@ export const ARGOCD_VERSION = 'v3.6.1';
 export const ARGOCD_GO_TOOLCHAIN = 'go1.27.3';
 
 const MODULE = 'github.com/argoproj/argo-cd/v3';
+/**
+ * Scripts of the module zip (`hack/`) that Argo CD's image installs on PATH beside the binary. The repo-server runs
+ * `git-verify-wrapper.sh <revision>` for every manifest generation (v3.6.1 calls it even with GPG off) and answers
+ * "permission denied" for any failure of it, a missing script included.
+ */
+const IMAGE_SCRIPTS = ['git-verify-wrapper.sh'] as const;
 /** The programs of Argo CD's multi-call binary baton runs; it picks one from argv[0] (these symlinks). */
 const PROGRAMS = ['argocd', 'argocd-application-controller', 'argocd-repo-server'] as const;
 
@@ -107,6 +113,7 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
       await rename(staging, crdsPath);
     }
     const binary = build.binaries.argocd!;
+    await installImageScripts(dirname(binary));
     return { binary, binDir: dirname(binary), crdsPath, version: ARGOCD_VERSION, build };
   })();
   if (!options.cacheDir) {
@@ -117,4 +124,25 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
     });
   }
   return run;
+}
+
+/**
+ * Puts {@link IMAGE_SCRIPTS} from the pinned module zip into `binDir`, as the image does in /usr/local/bin. Done after
+ * the build (not in it) so a build cached before this existed gets them too; the zip is in the module cache then.
+ * @throws BuildError when the module cannot be found (the proxy is unreachable and the cache lost it).
+ */
+async function installImageScripts(binDir: string): Promise<void> {
+  const missing = IMAGE_SCRIPTS.filter((f) => !existsSync(join(binDir, f)));
+  if (missing.length === 0) return;
+  const env = { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: ARGOCD_GO_TOOLCHAIN };
+  const dir = await goModuleDir(join(goModulesDir, 'argocd'), MODULE, {
+    env,
+    retry: 'pnpm baton testenv build --argocd',
+  });
+  for (const f of missing) {
+    const staging = join(binDir, `.${f}.${process.pid}`);
+    await copyFile(join(dir, 'hack', f), staging);
+    await chmod(staging, 0o755);
+    await rename(staging, join(binDir, f));
+  }
 }
