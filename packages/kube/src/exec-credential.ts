@@ -29,7 +29,10 @@ interface ExecCredential {
 
 interface Cached {
   readonly status: NonNullable<ExecCredential['status']>;
-  /** Milliseconds since the epoch; Infinity when the plugin gave no expiry (kept until the server says 401). */
+  /**
+   * Milliseconds since the epoch; Infinity when the plugin gave no expiry: kept for the life of the clients (client-go
+   * also runs the plugin again after a 401; baton does not yet).
+   */
   readonly expiresAt: number;
 }
 
