@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
 import { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+import { planSecrets } from './manifest-set.js';
 
 const fixture = fileURLToPath(new URL('../../../test/fixtures/handoff/plan.yaml', import.meta.url));
 
@@ -121,5 +124,50 @@ describe('the controller block from the profile', () => {
     expect(() => parseHandoffPlan({ ...noProfile, controller: block }, 'p.yaml')).toThrow(
       /pull\.credential\.secretName is missing/,
     );
+  });
+});
+
+describe("Argo CD's profile", () => {
+  it("gives the controller block, and the pull Secret the label and url Argo CD needs; the file's keys win", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-plan-'));
+    try {
+      writeFileSync(join(dir, 'pull.yaml'), 'username: reader\npassword: pw\ntype: helm\n');
+      const { plan } = parseHandoffPlan(
+        {
+          apiVersion: 'baton.dev/v1alpha1',
+          kind: 'HandoffPlan',
+          cluster: { name: 'c' },
+          push: { credential: 'bootstrap-token', profile: 'argocd', manifests: './push' },
+          pull: {
+            credential: { fromFile: './pull.yaml' },
+            source: { url: 'http://git.example/c.git', path: 'clusters/c' },
+          },
+          takeover: { profile: fileURLToPath(new URL('../../../bootstrap-manifests/argocd', import.meta.url)) },
+          audit: { logPath: './a.log', signingKeyPath: './a.key' },
+        },
+        'p.yaml',
+        dir,
+      );
+      expect(plan.controller).toMatchObject({
+        name: 'argocd-application-controller',
+        namespace: 'argocd',
+        serviceAccount: 'argocd-application-controller',
+        fieldManager: 'argocd-controller',
+        status: { kind: 'Application', name: 'root', revisionPath: 'status.sync.revision' },
+      });
+      const [secret] = planSecrets(plan).map((x) => x.object);
+      expect(secret?.metadata).toEqual({
+        name: 'cluster-config-repo',
+        labels: { 'argocd.argoproj.io/secret-type': 'repository' },
+      });
+      expect(secret?.stringData).toEqual({
+        url: 'http://git.example/c.git',
+        type: 'helm',
+        username: 'reader',
+        password: 'pw',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

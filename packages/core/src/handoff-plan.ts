@@ -4,7 +4,7 @@ import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
-import { findProfile, type LoadedProfile, loadProfile } from './profile.js';
+import { fillSource, findProfile, type LoadedProfile, loadProfile } from './profile.js';
 
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a lowercase DNS name');
 
@@ -182,7 +182,11 @@ export interface ResolvedController {
 export type HandoffPlan = Omit<ParsedPlan, 'controller' | 'pull'> & {
   readonly controller: ResolvedController;
   readonly pull: Omit<ParsedPlan['pull'], 'credential'> & {
-    readonly credential: ParsedPlan['pull']['credential'] & { readonly secretName: string };
+    readonly credential: ParsedPlan['pull']['credential'] & {
+      readonly secretName: string;
+      /** The profile's pullSecretData, filled from pull.source: keys the Secret made from fromFile carries too. */
+      readonly profileData?: Readonly<Record<string, string>>;
+    };
   };
 };
 /** A handoff plan as written (defaults optional). */
@@ -235,6 +239,7 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
             profileField: 'controller.pullSecret',
           }),
           ...(p.pull.credential.fromFile ? { fromFile: abs(p.pull.credential.fromFile) } : {}),
+          ...pullSecretDefaults(p, profile),
         },
       },
       controller,
@@ -242,6 +247,23 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
       audit: { ...p.audit, logPath: abs(p.audit.logPath), signingKeyPath: abs(p.audit.signingKeyPath) },
       journalDir: abs(p.journalDir),
     },
+  };
+}
+
+/** What the profile adds to a pull Secret made from fromFile: its labels (unless the plan has some) and data keys. */
+function pullSecretDefaults(
+  p: ParsedPlan,
+  loaded: LoadedProfile | undefined,
+): { labels?: Record<string, string>; profileData?: Record<string, string> } {
+  const block = loaded?.profile.controller;
+  if (!p.pull.credential.fromFile || !block) return {};
+  const labels = p.pull.credential.labels ?? block.pullSecretLabels;
+  const data = block.pullSecretData;
+  return {
+    ...(labels ? { labels } : {}),
+    ...(data
+      ? { profileData: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, fillSource(v, p.pull.source)])) }
+      : {}),
   };
 }
 

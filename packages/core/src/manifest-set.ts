@@ -417,6 +417,7 @@ export function planSecrets(plan: HandoffPlan): ManifestObject[] {
             fromFile: plan.pull.credential.fromFile,
             field: 'pull.credential.fromFile',
             labels: plan.pull.credential.labels,
+            profileData: plan.pull.credential.profileData,
           },
         ]
       : []),
@@ -442,7 +443,8 @@ export function planSecrets(plan: HandoffPlan): ManifestObject[] {
       kind: 'Secret',
       metadata: { name: x.name, ...('labels' in x && x.labels ? { labels: x.labels } : {}) },
       type: 'Opaque',
-      stringData: data,
+      // The profile's keys first: the file's own win.
+      stringData: { ...('profileData' in x ? x.profileData : {}), ...data },
     };
     return { object, file: `<plan ${x.field}>`, doc: 0, line: 1 };
   });

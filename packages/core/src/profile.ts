@@ -89,7 +89,31 @@ const ControllerBlockSchema = z.strictObject({
     .array(SourceFieldSchema)
     .default([])
     .describe('where the push set names the Git source the controller pulls (`baton init` renders these fields)'),
+  pullSecretLabels: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe(
+      'labels of the pull Secret made from the plan’s pull.credential.fromFile, unless the plan gives its own (Argo CD reads only a Secret labelled argocd.argoproj.io/secret-type: repository)',
+    ),
+  pullSecretData: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe(
+      'keys the pull Secret made from fromFile carries besides the file’s, which win: {url}, {ref} and {path} are the plan’s pull.source (Argo CD matches a repository credential by its url key)',
+    ),
 });
+
+/** The Git source a profile's templates are filled with (a plan's `pull.source`). */
+export interface TemplateSource {
+  readonly url: string;
+  readonly ref: string;
+  readonly path: string;
+}
+
+/** `template` with {url}, {ref} and {path} replaced by `s`'s (a profile's controller.source values, pullSecretData). */
+export function fillSource(template: string, s: TemplateSource): string {
+  return template.replaceAll('{url}', s.url).replaceAll('{ref}', s.ref).replaceAll('{path}', s.path);
+}
 
 /** A GitOps controller profile: how to tell that it is installed, healthy, and has taken over. */
 export const ProfileSchema = z

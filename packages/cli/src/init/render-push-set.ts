@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LoadedProfile, loadProfile } from '@baton/core/profile';
+import { fillSource as fill, type LoadedProfile, loadProfile } from '@baton/core/profile';
 import { ConfigError } from '@baton/errors';
 import { parseAllDocuments } from 'yaml';
 
@@ -71,8 +71,4 @@ export function renderPushSet(profileDir: string, pushDir: string, source: Rende
   for (const [f, text] of rendered) writeFileSync(join(pushDir, f), text);
   cpSync(loaded.file, join(pushDir, 'rules', 'profile.yaml'));
   return { ...loaded, file: resolve(pushDir, 'rules', 'profile.yaml') };
-}
-
-function fill(template: string, s: RenderSource): string {
-  return template.replaceAll('{url}', s.url).replaceAll('{ref}', s.ref).replaceAll('{path}', s.path);
 }
