@@ -31,6 +31,7 @@ import {
   testHandoffDeps,
 } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
+import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
 
 // A handoff to real Flux (source-controller + kustomize-controller built from Go modules) through baton's engine:
 // the confined bootstrap credential pushes bootstrap-manifests/flux, Flux takes over from a real Git server, the
@@ -304,6 +305,22 @@ describe('kill -9 mid-push', () => {
     expect(events.every((e) => e.credential?.revokedAt)).toBe(true);
     expect(new Set(events.map((e) => e.credential?.fingerprint)).size).toBe(2);
     expect(readFileSync(bed.side.auditLogPath, 'utf8')).not.toContain(bed.side.git.credentials.password);
+  }, 420_000);
+});
+
+describe("through `pulumi up` (stacks/local with profile flux: controllers.of('flux'), as controllers.flux() gives)", () => {
+  let bed: HandoffBed<FluxSide>;
+
+  beforeAll(async () => {
+    bed = await startBed();
+  }, 300_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('hands off to Flux with the real engine: receipt in the stack, credential revoked and proven, nothing secret printed', async () => {
+    await expectPulumiHandoff(bed, 'flux');
   }, 420_000);
 });
 
