@@ -73,6 +73,23 @@ describe('ExecCredentialAuth', () => {
     });
   });
 
+  it('after a 401 drops the credential that was sent, so the next request runs the plugin again; a newer one stays', async () => {
+    const auth = new ExecCredentialAuth(() => cluster);
+    const u = user({});
+    expect(await authorization(auth, u.user)).toBe(`Bearer ${SECRET}-1`);
+    // A 401 for a credential already replaced (a concurrent request refreshed it) keeps the newer one.
+    expect(auth.unauthorized(u.user.name, { token: `${SECRET}-0` })).toBe(true);
+    expect(await authorization(auth, u.user)).toBe(`Bearer ${SECRET}-1`);
+    expect(auth.unauthorized(u.user.name, { token: `${SECRET}-1` })).toBe(true);
+    expect(await authorization(auth, u.user)).toBe(`Bearer ${SECRET}-2`);
+    // Not knowing what was sent drops the cached one.
+    expect(auth.unauthorized(u.user.name)).toBe(true);
+    expect(await authorization(auth, u.user)).toBe(`Bearer ${SECRET}-3`);
+    expect(u.calls()).toHaveLength(3);
+    // A user whose credential no plugin gave: the 401 stands.
+    expect(auth.unauthorized('someone-else')).toBe(false);
+  });
+
   it('runs the plugin again once the credential is within 10 s of its expiry', async () => {
     let now = Date.now();
     const auth = new ExecCredentialAuth(

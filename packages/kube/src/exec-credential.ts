@@ -30,8 +30,8 @@ interface ExecCredential {
 interface Cached {
   readonly status: NonNullable<ExecCredential['status']>;
   /**
-   * Milliseconds since the epoch; Infinity when the plugin gave no expiry: kept for the life of the clients (client-go
-   * also runs the plugin again after a 401; baton does not yet).
+   * Milliseconds since the epoch; Infinity when the plugin gave no expiry: kept until a request with it is answered
+   * 401 (see {@link ExecCredentialAuth.unauthorized}).
    */
   readonly expiresAt: number;
 }
@@ -46,11 +46,14 @@ const PLUGIN_TIMEOUT_MS = 120_000;
  * Runs a kubeconfig user's exec credential plugin the way client-go does, filling what @kubernetes/client-node 1.4.0
  * leaves out: `KUBERNETES_EXEC_INFO` (with the cluster when `provideClusterInfo`), `installHint` when the command is
  * missing, a relative command resolved against the kubeconfig's folder, one run shared by concurrent requests, a
- * credential without expiry kept, one that expires fetched again before it does, and errors that name the command
- * but never the plugin's output (it holds the credential).
+ * credential without expiry kept, one that expires fetched again before it does, one the API server answers 401
+ * dropped so the plugin runs again (client-go does the same: a token revoked or rotated before its stated expiry), and
+ * errors that name the command but never the plugin's output (it holds the credential).
  */
 export class ExecCredentialAuth {
   private readonly cache = new Map<string, Promise<Cached>>();
+  /** What each run gave, once it has: {@link unauthorized} answers without waiting. */
+  private readonly settled = new WeakMap<Promise<Cached>, Cached>();
 
   /**
    * @param cluster the cluster the credential is for (sent to the plugin when it asks with `provideClusterInfo`).
@@ -80,6 +83,26 @@ export class ExecCredentialAuth {
     }
   }
 
+  /**
+   * After a request as `userName` was answered 401: drops the credential it carried (`sent`: the bearer token or
+   * client certificate, when known; unknown means the cached one), unless a newer one has replaced it already.
+   * @returns true when `userName`'s credential comes from a plugin, so the request may be sent once more with a fresh
+   * one; false for every other kind of user (a 401 then stands).
+   */
+  unauthorized(userName: string, sent?: { readonly token?: string; readonly cert?: string }): boolean {
+    const held = this.cache.get(userName);
+    if (!held) return false;
+    const settled = this.settled.get(held);
+    // Still running: the next request waits for that fresh credential.
+    if (!settled) return true;
+    const same =
+      !sent ||
+      (sent.token !== undefined && sent.token === settled.status.token) ||
+      (sent.cert !== undefined && sent.cert === settled.status.clientCertificateData);
+    if (same) this.cache.delete(userName);
+    return true;
+  }
+
   /** The user's credential: the cached one while it is valid, else a fresh run of the plugin (one per user at a time). */
   private async credential(user: k8s.User): Promise<Cached> {
     const held = this.cache.get(user.name);
@@ -90,9 +113,11 @@ export class ExecCredentialAuth {
     }
     const fresh = this.run(user);
     this.cache.set(user.name, fresh);
-    fresh.catch(() => {
-      if (this.cache.get(user.name) === fresh) this.cache.delete(user.name);
-    });
+    fresh
+      .then((c) => this.settled.set(fresh, c))
+      .catch(() => {
+        if (this.cache.get(user.name) === fresh) this.cache.delete(user.name);
+      });
     return fresh;
   }
 

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import * as k8s from '@kubernetes/client-node';
 import { ExecCredentialAuth } from './exec-credential.js';
+import { statusOf } from './kube-error.js';
 import { KubeRestClient } from './rest-client.js';
 
 /** The exec authenticator of each KubeConfig baton built clients from (impersonating clients share the operator's). */
@@ -28,6 +29,35 @@ function prepareAuth(kc: k8s.KubeConfig, baseDir: string | undefined, shared?: E
   for (const user of kc.getUsers()) {
     if (user.token) (user as { token?: string }).token = user.token.trim();
   }
+}
+
+/**
+ * `api` whose calls, when the KubeConfig's user gets its credential from a plugin, are sent once more after a 401 with
+ * a fresh credential: a token the API server stopped accepting before its stated expiry (revoked, rotated, or given
+ * without one) would otherwise fail the run, its cleanup included. A 401 says nothing was done, so sending the same
+ * request again is safe for writes too. Any other client is returned as it is.
+ */
+function retryingUnauthorized<T extends object>(
+  api: T,
+  auth: ExecCredentialAuth | undefined,
+  user: string | undefined,
+): T {
+  if (!auth || !user) return api;
+  return new Proxy(api, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const first = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (!(first instanceof Promise)) return first;
+        return first.catch((err: unknown) => {
+          if (statusOf(err) === 401 && auth.unauthorized(user))
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          throw err;
+        });
+      };
+    },
+  });
 }
 
 /** The typed API clients baton uses, all built from one KubeConfig. */
@@ -114,19 +144,25 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
   const timed = new DeadlineKubeConfig(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   // The clients send through `timed`: it runs the same plugin runner (one cache) as `kc`.
   prepareAuth(timed, options.baseDir, execAuths.get(kc));
+  const user = kc.getCurrentUser();
+  const plugin = user?.exec ? execAuths.get(kc) : undefined;
+  const retry = <T extends object>(api: T): T => retryingUnauthorized(api, plugin, user?.name);
   return {
     kc,
     server: cluster.server,
     caData: cluster.caData,
-    core: timed.makeApiClient(k8s.CoreV1Api),
-    apps: timed.makeApiClient(k8s.AppsV1Api),
-    rbac: timed.makeApiClient(k8s.RbacAuthorizationV1Api),
-    authn: timed.makeApiClient(k8s.AuthenticationV1Api),
-    authz: timed.makeApiClient(k8s.AuthorizationV1Api),
-    coordination: timed.makeApiClient(k8s.CoordinationV1Api),
-    version: timed.makeApiClient(k8s.VersionApi),
-    objects: k8s.KubernetesObjectApi.makeApiClient(timed),
+    core: retry(timed.makeApiClient(k8s.CoreV1Api)),
+    apps: retry(timed.makeApiClient(k8s.AppsV1Api)),
+    rbac: retry(timed.makeApiClient(k8s.RbacAuthorizationV1Api)),
+    authn: retry(timed.makeApiClient(k8s.AuthenticationV1Api)),
+    authz: retry(timed.makeApiClient(k8s.AuthorizationV1Api)),
+    coordination: retry(timed.makeApiClient(k8s.CoordinationV1Api)),
+    version: retry(timed.makeApiClient(k8s.VersionApi)),
+    objects: retry(k8s.KubernetesObjectApi.makeApiClient(timed)),
     rest: new KubeRestClient({
+      ...(plugin && user
+        ? { unauthorized: (sent: RequestOptions) => plugin.unauthorized(user.name, sentCredential(sent)) }
+        : {}),
       server: cluster.server,
       // client-node's public API fills in what the KubeConfig says: CA, client certificate, token, exec plugin (baton's
       // runner, as for the typed clients), impersonation, TLS server name and proxy agent, fresh for each request.
@@ -134,6 +170,14 @@ export function clientsFromKubeConfig(kc: k8s.KubeConfig, options: KubeClientsOp
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     }),
   };
+}
+
+/** The bearer token or client certificate a request carried, as the plugin runner put them there. */
+function sentCredential(o: RequestOptions): { token?: string; cert?: string } {
+  const auth = (o.headers as Record<string, unknown> | undefined)?.Authorization;
+  const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;
+  const cert = typeof o.cert === 'string' ? o.cert : undefined;
+  return { ...(token ? { token } : {}), ...(cert ? { cert } : {}) };
 }
 
 /**

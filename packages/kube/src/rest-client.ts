@@ -43,6 +43,11 @@ export interface KubeTarget {
    */
   readonly authorize?: (options: RequestOptions) => Promise<void>;
   /**
+   * Told the options of a request answered 401; true sends it once more with options {@link authorize} fills afresh
+   * (an exec plugin's credential dropped, as client-go does).
+   */
+  readonly unauthorized?: (sent: RequestOptions) => boolean;
+  /**
    * Deadline of each request, from sending it to the end of the answer; a call's own `signal` can end it sooner.
    * @default 30_000
    */
@@ -216,16 +221,23 @@ export class KubeRestClient {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const timeoutMs = this.target.requestTimeoutMs ?? 30_000;
     const deadline = AbortSignal.timeout(timeoutMs);
-    const options = await this.requestOptions(method, payload, contentType);
-    try {
-      return await send(url, options, payload, signal ? AbortSignal.any([signal, deadline]) : deadline);
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      const why = deadline.aborted ? `timed out after ${timeoutMs / 1000} s` : `failed: ${(err as Error).message}`;
-      throw new KubeApiError(`${method} ${url.pathname} ${why}; is the apiserver reachable?`, {
-        cause: err,
-        details: { status: 0, apiMessage: why },
-      });
+    const ended = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    for (let attempt = 1; ; attempt++) {
+      const options = await this.requestOptions(method, payload, contentType);
+      let res: KubeResponse;
+      try {
+        res = await send(url, options, payload, ended);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        const why = deadline.aborted ? `timed out after ${timeoutMs / 1000} s` : `failed: ${(err as Error).message}`;
+        throw new KubeApiError(`${method} ${url.pathname} ${why}; is the apiserver reachable?`, {
+          cause: err,
+          details: { status: 0, apiMessage: why },
+        });
+      }
+      // A 401 means nothing was done: sending once more with a fresh credential is safe for writes too.
+      if (res.status === 401 && attempt === 1 && this.target.unauthorized?.(options)) continue;
+      return res;
     }
   }
 

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients } from '../../support/kube.js';
+import { adminClients, statusOfCall } from '../../support/kube.js';
 
 // Every kubeconfig form a managed cluster issues, against the real apiserver: exec credential plugins as
 // `aws eks get-token`, `gke-gcloud-auth-plugin` and `kubelogin` write them (a stand-in plugin prints the
@@ -250,6 +250,61 @@ describe('exec credential plugins', () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(await whoAmI(c)).toBe(opB);
     expect(p.calls()).toHaveLength(2);
+  });
+
+  it('runs the plugin again after a 401 (a token revoked before any expiry it gave) and sends the call once more: typed and REST clients', async () => {
+    const admin = adminClients(h.cluster.kubeconfigPath);
+    // Two operators whose tokens the test revokes in turn, by deleting their ServiceAccounts.
+    const revocable: Record<string, string> = {};
+    for (const name of ['op-c', 'op-d']) {
+      await admin.core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } });
+      await admin.rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: `${NS}-${name}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'ServiceAccount', name, namespace: NS }],
+        },
+      });
+      const tr = await admin.core.createNamespacedServiceAccountToken({
+        name,
+        namespace: NS,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      });
+      revocable[name] = tr.status!.token;
+      tokens[name] = tr.status!.token;
+    }
+    const revoke = async (name: string) => {
+      await admin.core.deleteNamespacedServiceAccount({ name, namespace: NS });
+      await expect
+        .poll(() => statusOfCall(() => whoAmI(clientsFromToken(h.cluster, revocable[name]!))), {
+          timeout: 30_000,
+          interval: 500,
+        })
+        .toBe(401);
+    };
+    // No expiry given: without the 401 rule the first token would be kept for the life of the clients.
+    const p = standIn({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      tokens: [revocable['op-c']!, revocable['op-d']!, tokens['op-b']!],
+    });
+    const c = clientsFromKubeconfigContent(
+      kubeconfig({
+        exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, env: p.env, interactiveMode: 'Never' },
+      }),
+    );
+    expect(await whoAmI(c)).toBe(`system:serviceaccount:${NS}:op-c`);
+    await revoke('op-c');
+    expect(await whoAmI(c)).toBe(`system:serviceaccount:${NS}:op-d`);
+    await revoke('op-d');
+    const review = await c.rest.call<{ status?: { userInfo?: { username?: string } } }>(
+      'POST',
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    );
+    expect(review.status?.userInfo?.username).toBe(opB);
+    expect(p.calls()).toHaveLength(3);
+    // A token user's 401 stands: the proof of a revocation depends on it.
+    expect(await statusOfCall(() => whoAmI(clientsFromToken(h.cluster, revocable['op-c']!)))).toBe(401);
   });
 
   it('a missing plugin fails naming the command and its installHint; a failing one names the command and its error', async () => {
