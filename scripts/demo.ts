@@ -2,7 +2,8 @@
 //   pnpm demo                   `pulumi up` of stacks/local (the real engine, the test bed's Node.js language host)
 //   pnpm demo -- --via cli      `baton up`'s engine in-process instead
 //   pnpm demo -- --json         one JSON object on stdout
-//   pnpm demo -- --keep         leave the cluster running (stop it with `pnpm baton testenv down --name <name>`)
+//   pnpm demo -- --keep         leave the cluster, its Git server and the controller running (`testenv up --bed`'s
+//                               host; Argo CD: the cluster only); stop them with `pnpm baton testenv down --name <name>`
 //   pnpm demo -- --profile flux hand the cluster to real Flux (source- and kustomize-controller built from Go modules
 //                               on first use, minutes on a cold machine, before the cluster starts); stacks/local
 //                               takes the profile as config, so both --via pulumi (the default) and --via cli work
@@ -24,7 +25,7 @@ import {
   identityActivity,
 } from '@baton/testenv';
 import { batonUpInProcess } from './demo/baton-up.js';
-import { startDemoBed } from './demo/bed.js';
+import { startDemoBed, startKeptDemoBed } from './demo/bed.js';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -37,15 +38,9 @@ if (profile !== 'baton-controller' && profile !== 'flux' && profile !== 'argocd'
   process.stderr.write('demo: --profile takes `baton-controller` (the default), `flux` or `argocd`\n');
   process.exit(2);
 }
-const via = option('--via') ?? (profile === 'argocd' ? 'cli' : 'pulumi');
+const via = option('--via') ?? 'pulumi';
 if (via !== 'cli' && via !== 'pulumi') {
   process.stderr.write('demo: --via takes `pulumi` (the default) or `cli`\n');
-  process.exit(2);
-}
-if (profile === 'argocd' && via === 'pulumi') {
-  process.stderr.write(
-    'demo: --profile argocd runs through `baton up` only (use --via cli, its default): @baton/pulumi has no controllers.argocd() yet\n',
-  );
   process.exit(2);
 }
 const err = (line: string) => process.stderr.write(`${line}\n`);
@@ -84,11 +79,16 @@ const fluxControllers = profile === 'flux' ? await ensureFluxControllers({ onPro
 err('starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…');
 const t0 = performance.now();
 if (profile === 'argocd') err('Argo CD: building v3.6.1 from Go modules (Go 1.27.3 toolchain) unless cached…');
-const bed: HandoffBed<ControllerSide> = await (fluxControllers
-  ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'flux', controllers: fluxControllers })
-  : profile === 'argocd'
-    ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'argocd', onBuildProgress: err })
-    : startDemoBed({ name, detached: keep, dir: demoDir })
+// Kept, the bed runs in the background host of `baton testenv up --bed`, so the controller keeps pulling after the demo.
+const keptBed = keep && profile !== 'argocd';
+mkdirSync(demoDir, { recursive: true });
+const bed: HandoffBed<ControllerSide> = await (keptBed
+  ? startKeptDemoBed({ name, profile: profile === 'flux' ? 'flux' : 'baton-controller' })
+  : fluxControllers
+    ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'flux', controllers: fluxControllers })
+    : profile === 'argocd'
+      ? startDemoBed({ name, detached: keep, dir: demoDir, profile: 'argocd', onBuildProgress: err })
+      : startDemoBed({ name, detached: keep, dir: demoDir })
 ).catch(fail);
 err(
   `cluster ${bed.clusterName} ready in ${seconds(t0)} s; handing off through ${via === 'cli' ? '`baton up` (in-process)' : '`pulumi up` of stacks/local'}…`,
@@ -120,15 +120,19 @@ try {
   fail(e);
 } finally {
   await bed.stop({ keepCluster: keep, keepFiles: true });
-  // The Git server is gone; its password and the webhook key have no business staying on disk.
+  // The Git server is gone; its password and the webhook key have no business staying on disk. A kept bed's Git server
+  // still runs: its files stay with it until `testenv down`.
   const side: ControllerSide & { webhookSecretPath?: string } = bed.side;
-  await Promise.all(
-    [side.pullCredentialPath, side.webhookSecretPath ?? ''].filter(Boolean).map((p) => rm(p, { force: true })),
-  );
+  if (!keptBed)
+    await Promise.all(
+      [side.pullCredentialPath, side.webhookSecretPath ?? ''].filter(Boolean).map((p) => rm(p, { force: true })),
+    );
 }
 if (run) print(run, pulumi);
 if (keep)
-  err(`cluster ${bed.clusterName} is still running; stop it with: pnpm baton testenv down --name ${bed.clusterName}`);
+  err(
+    `cluster ${bed.clusterName} is still running${keptBed ? `, with its Git server and ${profile} pulling from it (the bed's plan and files: ${bed.side.dir})` : ''}; stop it with: pnpm baton testenv down --name ${bed.clusterName}`,
+  );
 process.exitCode = exitCode;
 
 /** A failed `pulumi up` keeps no receipt in state: the run is what the CLI said. */

@@ -1,17 +1,24 @@
 // The demo's test bed: a fresh local cluster, a Git server holding bootstrap-manifests/baton-controller (or Flux's
 // install), the pod runner playing kubelet for the controller, audit keys and a plan that hands off to it. `pnpm bench:pulumi` hands
 // off on the same bed, so the benchmark measures what the demo shows.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
 import {
   type ArgoCdSide,
+  type BatonControllerSide,
+  ensureControlPlaneBinaries,
   type FluxControllers,
   type FluxSide,
+  type GitServer,
   type HandoffBed,
   startArgoCdBed,
+  startDetachedCluster,
   startFluxBed,
   startHandoffBed,
 } from '@baton/testenv';
+import { parse } from 'yaml';
 
 const profileDir = (name: string) => fileURLToPath(new URL(`../../bootstrap-manifests/${name}`, import.meta.url));
 
@@ -63,4 +70,49 @@ export function startDemoBed(
       ...(o.controllers ? { controllers: o.controllers } : {}),
     });
   return startHandoffBed({ ...common, profileDir: profileDir('baton-controller') });
+}
+
+/**
+ * A bed that outlives the demo (`--keep`): `baton testenv up --bed`'s background host runs the cluster, the Git server
+ * and the pod runner until `pnpm baton testenv down --name <name>`. The demo reads it from the files the host reports
+ * (its plan, pull credential and webhook key), as a person following the handoff by hand would.
+ * @throws when the host cannot start the bed (nothing is left running then).
+ */
+export async function startKeptDemoBed(o: {
+  readonly name: string;
+  readonly profile: 'baton-controller' | 'flux';
+}): Promise<HandoffBed<BatonControllerSide>> {
+  await ensureControlPlaneBinaries();
+  const c = await startDetachedCluster({ name: o.name, bed: { profile: o.profile, manifests: profileDir(o.profile) } });
+  const b = c.bed!;
+  const credentials = parse(readFileSync(b.pullCredentialPath, 'utf8')) as { username: string; password: string };
+  // What the demo's two paths ask of the Git server: the repository's URL and the reader's credentials.
+  const git = { url: new URL(b.gitUrl).origin, credentials, repoUrl: () => b.gitUrl } as unknown as GitServer;
+  const webhookSecretPath = join(b.dir, 'webhook.yaml');
+  const side = {
+    dir: b.dir,
+    git,
+    auditLogPath: b.auditLogPath,
+    journalDir: join(b.dir, 'journal'),
+    signingKeyPath: b.signingKeyPath,
+    keysPath: b.keysPath,
+    revision: b.revision,
+    planPath: b.planPath,
+    pushDir: b.pushDir,
+    gitPath: b.gitPath,
+    pullCredentialPath: b.pullCredentialPath,
+    secretValues: [credentials.password],
+    controllerImage: b.controllerImage,
+    ...(existsSync(webhookSecretPath) ? { webhookSecretPath } : {}),
+    // The host owns the bed: `testenv down` stops it.
+    stop: async () => {},
+  } as BatonControllerSide;
+  return {
+    clusterName: c.name,
+    server: c.server,
+    kubeconfigPath: c.kubeconfigPath,
+    apiserverAuditLogPath: c.auditLogPath,
+    side,
+    stop: async () => {},
+  };
 }
