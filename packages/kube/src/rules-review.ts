@@ -2,9 +2,16 @@ import type { KubeClients } from './kube-clients.js';
 import { kubeCall } from './kube-error.js';
 import { type BootstrapRules, ruleAtoms } from './rbac-rules.js';
 
-// Rules every authenticated identity holds (system:basic-user and friends); they are not the bootstrap grant.
-const BASELINE =
-  /^(authorization\.k8s\.io\|(selfsubjectaccessreviews|selfsubjectrulesreviews)|authentication\.k8s\.io\|selfsubjectreviews)\|create\|\*$/;
+// Rules the API server's own default policy gives every ServiceAccount; they are not the bootstrap grant:
+// - system:basic-user and friends (every authenticated identity): the self reviews;
+// - from Kubernetes 1.37 (ClusterTrustBundle GA), system:cluster-trust-bundle-discovery, bound to
+//   system:serviceaccounts: reading ClusterTrustBundles, which hold public trust anchors only. A write to them stays
+//   an extra rule.
+const BASELINE = [
+  /^(authorization\.k8s\.io\|(selfsubjectaccessreviews|selfsubjectrulesreviews)|authentication\.k8s\.io\|selfsubjectreviews)\|create\|\*$/,
+  /^certificates\.k8s\.io\|clustertrustbundles\|(get|list|watch)\|\*$/,
+];
+const isBaseline = (atom: string) => BASELINE.some((b) => b.test(atom));
 
 /** Differences between the effective rules of a credential and the computed ones, in one namespace. */
 export interface RulesDiff {
@@ -38,7 +45,7 @@ export async function diffEffectiveRules(
     const want = ruleAtoms([...expected.cluster, ...(expected.namespaced[namespace] ?? [])]);
     diffs.push({
       namespace,
-      extra: [...actual].filter((a) => !want.has(a) && !BASELINE.test(a)).sort(),
+      extra: [...actual].filter((a) => !want.has(a) && !isBaseline(a)).sort(),
       missing: [...want].filter((a) => !actual.has(a)).sort(),
       isIncomplete: review.status?.incomplete === true,
     });
