@@ -118,6 +118,24 @@ async function whoAmI(c: KubeClients): Promise<string> {
   return r.status?.userInfo?.username ?? '';
 }
 
+/** A ServiceAccount `name` in NS bound to cluster-admin, as an operator's identity; returns a token for it. */
+async function clusterAdminOperator(admin: KubeClients, name: string): Promise<string> {
+  await admin.core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } });
+  await admin.rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `${NS}-${name}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: NS }],
+    },
+  });
+  const tr = await admin.core.createNamespacedServiceAccountToken({
+    name,
+    namespace: NS,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return tr.status!.token;
+}
+
 /** Every credential the tests handed out: none may appear in any output. */
 function expectNoCredential(text: string): void {
   for (const t of Object.values(tokens)) expect(text).not.toContain(t);
@@ -140,22 +158,7 @@ beforeAll(async () => {
   adminCert = Buffer.from(adminKc.users[0]!.user['client-certificate-data']!, 'base64').toString();
   adminKey = Buffer.from(adminKc.users[0]!.user['client-key-data']!, 'base64').toString();
   await admin.core.createNamespace({ body: { metadata: { name: NS } } });
-  for (const name of OPERATORS) {
-    await admin.core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } });
-    await admin.rbac.createClusterRoleBinding({
-      body: {
-        metadata: { name: `${NS}-${name}` },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-        subjects: [{ kind: 'ServiceAccount', name, namespace: NS }],
-      },
-    });
-    const tr = await admin.core.createNamespacedServiceAccountToken({
-      name,
-      namespace: NS,
-      body: { spec: { audiences: [], expirationSeconds: 3600 } },
-    });
-    tokens[name] = tr.status!.token;
-  }
+  for (const name of OPERATORS) tokens[name] = await clusterAdminOperator(admin, name);
 });
 
 afterAll(() => {
@@ -257,21 +260,8 @@ describe('exec credential plugins', () => {
     // Two operators whose tokens the test revokes in turn, by deleting their ServiceAccounts.
     const revocable: Record<string, string> = {};
     for (const name of ['op-c', 'op-d']) {
-      await admin.core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name } } });
-      await admin.rbac.createClusterRoleBinding({
-        body: {
-          metadata: { name: `${NS}-${name}` },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-          subjects: [{ kind: 'ServiceAccount', name, namespace: NS }],
-        },
-      });
-      const tr = await admin.core.createNamespacedServiceAccountToken({
-        name,
-        namespace: NS,
-        body: { spec: { audiences: [], expirationSeconds: 3600 } },
-      });
-      revocable[name] = tr.status!.token;
-      tokens[name] = tr.status!.token;
+      revocable[name] = await clusterAdminOperator(admin, name);
+      tokens[name] = revocable[name];
     }
     const revoke = async (name: string) => {
       await admin.core.deleteNamespacedServiceAccount({ name, namespace: NS });
