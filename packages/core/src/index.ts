@@ -27,7 +27,14 @@ export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';
 export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.js';
 export type { ManifestObject, ManifestSet } from './manifest-set.js';
-export { APPLY_ORDER, loadManifestSet, planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
+export {
+  APPLY_ORDER,
+  loadManifestSet,
+  planSecrets,
+  readManifestDir,
+  secretsReadByWorkloads,
+  validateManifestSet,
+} from './manifest-set.js';
 export type { HandoffPreview } from './preview.js';
 export { previewHandoff } from './preview.js';
 export type { Receipt } from './receipt.js';

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
-import { loadHandoffPlan } from './handoff-plan.js';
-import { planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
+import { loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+import { loadManifestSet, planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
 import { loadProfile } from './profile.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/handoff/', import.meta.url));
@@ -220,6 +220,106 @@ describe('validateManifestSet: a StatefulSet controller (Argo CD)', () => {
     expect(() =>
       validateManifestSet(asStatefulSet('quay.io/x/controller:latest'), plan, undefined, pinnedByTag),
     ).toThrow(/an exact release tag <image>:vX\.Y\.Z/);
+  });
+});
+
+describe('validateManifestSet: the Secrets pushed workloads read', () => {
+  const argocd = fileURLToPath(new URL('../../../bootstrap-manifests/argocd', import.meta.url));
+  /** bootstrap-manifests/argocd as a plan pushes it, with `secrets` (name: file text) as push.secrets. */
+  const argoCdSet = (secrets: Record<string, string>) => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-secrets-'));
+    writeFileSync(join(dir, 'pull.yaml'), 'username: reader\npassword: pw\n');
+    for (const [name, text] of Object.entries(secrets)) writeFileSync(join(dir, `${name}.yaml`), text);
+    const { plan: p } = parseHandoffPlan(
+      {
+        apiVersion: 'baton.dev/v1alpha1',
+        kind: 'HandoffPlan',
+        cluster: { name: 'c' },
+        push: {
+          credential: 'bootstrap-token',
+          profile: 'argocd',
+          manifests: argocd,
+          secrets: Object.keys(secrets).map((name) => ({ name, fromFile: `./${name}.yaml` })),
+        },
+        pull: { credential: { fromFile: './pull.yaml' }, source: { url: 'http://git.example/c.git', path: 'c' } },
+        audit: { logPath: './a.log', signingKeyPath: './a.key' },
+      },
+      'p.yaml',
+      dir,
+    );
+    return () => loadManifestSet(p);
+  };
+
+  it("refuses Argo CD's install without argocd-redis, naming each workload, the reference and the fix", () => {
+    expect(argoCdSet({ 'argocd-redis': 'auth: pw\n' })().objects.length).toBeGreaterThan(20);
+    const missing = argoCdSet({});
+    expect(missing).toThrow(ConfigError);
+    const message = (() => {
+      try {
+        missing();
+        return '';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    for (const [workload, container] of [
+      ['Deployment "argocd/argocd-redis"', 'redis'],
+      ['Deployment "argocd/argocd-repo-server"', 'argocd-repo-server'],
+      ['StatefulSet "argocd/argocd-application-controller"', 'argocd-application-controller'],
+    ])
+      expect(message).toContain(
+        `${workload} needs Secret argocd-redis (env REDIS_PASSWORD of container ${container}), which the push does not create, so its pod would never start; declare it in the plan (push.secrets`,
+      );
+    expect(argoCdSet({ 'argocd-redis': 'password: pw\n' })).toThrow(
+      /needs key auth of Secret argocd-redis \(env REDIS_PASSWORD of container redis\), which the push creates without it \(keys: password\); add auth to the Secret's file/,
+    );
+  });
+
+  it('checks envFrom and secret volumes too, and lets an optional reference through', () => {
+    const withPod = (spec: object) =>
+      readManifestDir(plan.push.manifests).map((m) =>
+        m.object.kind === 'Deployment'
+          ? { ...m, object: { ...m.object, spec: { ...(m.object.spec as object), template: { spec } } } }
+          : m,
+      );
+    const image = `ghcr.io/baton-dev/baton-controller@sha256:${'a'.repeat(64)}`;
+    expect(() =>
+      validateManifestSet(
+        withPod({
+          containers: [{ name: 'c', image, envFrom: [{ secretRef: { name: 'env-secret' } }] }],
+          volumes: [
+            { name: 'certs', secret: { secretName: 'tls' } },
+            { name: 'bundle', projected: { sources: [{ secret: { name: 'ca' } }] } },
+          ],
+        }),
+        plan,
+      ),
+    ).toThrow(
+      /needs Secret env-secret \(envFrom of container c\)[\s\S]*needs Secret tls \(volume certs\)[\s\S]*needs Secret ca \(projected volume bundle\)/,
+    );
+    const optional = withPod({
+      containers: [
+        {
+          name: 'c',
+          image,
+          env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 'absent', key: 'k', optional: true } } }],
+          envFrom: [{ secretRef: { name: 'absent', optional: true } }],
+        },
+      ],
+      volumes: [{ name: 'v', secret: { secretName: 'absent', optional: true } }],
+    });
+    expect(() => validateManifestSet(optional, plan)).not.toThrow();
+    // The pull credential the set carries is a Secret the push creates.
+    const pull = withPod({
+      containers: [
+        {
+          name: 'c',
+          image,
+          env: [{ name: 'U', valueFrom: { secretKeyRef: { name: 'gitops-pull-credential', key: 'nope' } } }],
+        },
+      ],
+    });
+    expect(() => validateManifestSet(pull, plan)).toThrow(/needs key nope of Secret gitops-pull-credential/);
   });
 });
 

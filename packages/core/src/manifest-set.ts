@@ -117,6 +117,7 @@ export function validateManifestSet(
   const set = new DeclaredObjects(objects);
   checkInstallRules(objects, set, plan, violations);
   checkRequiredObjects(set, plan, violations);
+  checkSecretReferences(objects, violations);
   const controllerImage = controllerImageOf(objects, plan, violations, profile);
   if (profile) checkProfile(profile, plan, violations);
   if (violations.problems.length > 0) {
@@ -340,6 +341,94 @@ function checkRequiredObjects(set: DeclaredObjects, plan: HandoffPlan, violation
       `the manifest set has no Secret ${ns}/${plan.pull.credential.secretName} (pull.credential.secretName); add the read-only pull credential`,
     );
   }
+}
+
+/** The pod template fields that name a Secret the pod cannot start without (unless `optional: true`). */
+interface PodTemplateSecrets {
+  readonly containers?: readonly SecretReadingContainer[];
+  readonly initContainers?: readonly SecretReadingContainer[];
+  readonly volumes?: readonly {
+    name?: string;
+    secret?: { secretName?: string; optional?: boolean };
+    projected?: { sources?: readonly { secret?: { name?: string; optional?: boolean } }[] };
+  }[];
+}
+
+interface SecretReadingContainer {
+  readonly name?: string;
+  readonly env?: readonly {
+    name?: string;
+    valueFrom?: { secretKeyRef?: { name?: string; key?: string; optional?: boolean } };
+  }[];
+  readonly envFrom?: readonly { secretRef?: { name?: string; optional?: boolean } }[];
+}
+
+/**
+ * Every Secret a pushed workload needs to start (env `secretKeyRef`, `envFrom`, secret and projected volumes, unless
+ * optional) is one the push creates, with the key read: otherwise the pod waits in CreateContainerConfigError on a
+ * real node and the takeover only times out. Checked before anything is created.
+ */
+function checkSecretReferences(objects: readonly ManifestObject[], violations: Violations): void {
+  const secrets = new Map(
+    objects.filter((m) => m.object.kind === 'Secret').map((m) => [m.object.metadata.name, secretKeys(m.object)]),
+  );
+  const fix =
+    'declare it in the plan (push.secrets: a file with its keys; with Pulumi, the pushSecrets input or stack config), or mark the reference optional: true';
+  for (const m of objects) {
+    if (m.object.kind !== 'Deployment' && m.object.kind !== 'StatefulSet') continue;
+    const pod = (m.object as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
+    for (const { name, via, key } of requiredSecrets(pod)) {
+      const keys = secrets.get(name);
+      if (!keys)
+        violations.refuse(
+          m,
+          `needs Secret ${name} (${via}), which the push does not create, so its pod would never start; ${fix}`,
+        );
+      else if (key !== undefined && !(key in keys))
+        violations.refuse(
+          m,
+          `needs key ${key} of Secret ${name} (${via}), which the push creates without it (keys: ${Object.keys(keys).join(', ') || 'none'}); add ${key} to the Secret's file`,
+        );
+    }
+  }
+}
+
+/**
+ * The Secrets the set's workloads cannot start without (non-optional references), each with the keys its env reads
+ * (none for a Secret read whole, through `envFrom` or a volume): what a plan must push. `baton init` writes them.
+ */
+export function secretsReadByWorkloads(objects: readonly KubeObject[]): { name: string; keys: string[] }[] {
+  const out = new Map<string, Set<string>>();
+  for (const o of objects) {
+    if (o.kind !== 'Deployment' && o.kind !== 'StatefulSet') continue;
+    const pod = (o as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
+    for (const { name, key } of requiredSecrets(pod)) {
+      const keys = out.get(name) ?? new Set<string>();
+      if (key) keys.add(key);
+      out.set(name, keys);
+    }
+  }
+  return [...out].map(([name, keys]) => ({ name, keys: [...keys].sort() }));
+}
+
+/** The Secrets (and keys) a pod cannot start without: its non-optional references. */
+function requiredSecrets(pod: PodTemplateSecrets): { name: string; via: string; key?: string }[] {
+  const out: { name: string; via: string; key?: string }[] = [];
+  const need = (ref: { optional?: boolean } | undefined, name: string | undefined, via: string, key?: string) => {
+    if (ref && !ref.optional && name) out.push({ name, via, ...(key === undefined ? {} : { key }) });
+  };
+  for (const c of [...(pod.containers ?? []), ...(pod.initContainers ?? [])]) {
+    for (const e of c.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      need(ref, ref?.name, `env ${e.name} of container ${c.name}`, ref?.key ?? '');
+    }
+    for (const e of c.envFrom ?? []) need(e.secretRef, e.secretRef?.name, `envFrom of container ${c.name}`);
+  }
+  for (const v of pod.volumes ?? []) {
+    need(v.secret, v.secret?.secretName, `volume ${v.name}`);
+    for (const src of v.projected?.sources ?? []) need(src.secret, src.secret?.name, `projected volume ${v.name}`);
+  }
+  return out;
 }
 
 /**
