@@ -13,7 +13,7 @@ export interface PushOptions {
 /**
  * Server-side-applies the manifest set in order with the bootstrap credential. Before the first object of a kind
  * that a CRD of the set defines, waits (with the same credential: it may `get` that CRD by name) until the CRD is
- * Established, so the API server serves the kind.
+ * Established and discovery serves the kind.
  * @throws {KubeApiError} naming the object that failed. @throws {TimeoutError} when a CRD is never Established.
  */
 export async function pushManifests(
@@ -36,7 +36,12 @@ export async function pushManifests(
           const live = await readObject(bootstrap, crd);
           const conditions =
             (live?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
-          return conditions.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+          if (!conditions.some((c) => c.type === 'Established' && c.status === 'True')) return undefined;
+          // Discovery of a new group can lag Established by a moment: the apply needs the kind's REST mapping.
+          return bootstrap.rest.resource(o.apiVersion, o.kind).then(
+            () => true,
+            () => undefined,
+          );
         },
         {
           clock: options.clock,
