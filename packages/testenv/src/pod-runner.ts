@@ -51,6 +51,12 @@ export interface StartPodRunnerOptions {
   readonly registryMirrors?: Readonly<Record<string, string>>;
 }
 
+/*
+ * Env `secretKeyRef`s are resolved from the pod's namespace as a kubelet resolves them: a Secret or key that is not
+ * there (and not `optional: true`) leaves the pod Pending with its container `CreateContainerConfigError`, retried
+ * until it appears. A push that forgets a Secret its workloads read then fails here as it would on a real node.
+ */
+
 /** A pod about to run as a local process: what {@link StartPodRunnerOptions.localProcess} may use. */
 export interface LocalPod {
   readonly namespace: string;
@@ -123,7 +129,14 @@ interface PodContainer {
   args?: string[];
   volumeMounts?: { name: string; mountPath: string }[];
   securityContext?: { runAsUser?: number; runAsGroup?: number };
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: {
+      fieldRef?: { fieldPath: string };
+      secretKeyRef?: { name: string; key: string; optional?: boolean };
+    };
+  }[];
 }
 
 interface Entry {
@@ -221,6 +234,8 @@ class LocalKubelet {
   private readonly entries = new Map<string, Entry>();
   /** Pods (by uid) whose image could not be pulled: they stay ErrImagePull. */
   private readonly pullFailed = new Set<string>();
+  /** Pods (by uid) waiting in CreateContainerConfigError, with the message last reported: retried every tick. */
+  private readonly configErrors = new Map<string, string>();
   private readonly isJob: boolean;
 
   constructor(
@@ -264,7 +279,7 @@ class LocalKubelet {
   private isRunningHere(p: Pod): boolean {
     return (
       Boolean(p.spec.nodeName) &&
-      p.status?.phase === 'Running' &&
+      (p.status?.phase === 'Running' || this.configErrors.has(p.metadata.uid)) &&
       !p.metadata.deletionTimestamp &&
       this.containerOf(p) !== undefined
     );
@@ -282,6 +297,7 @@ class LocalKubelet {
       return;
     }
     if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
+      this.configErrors.delete(e.pod.metadata.uid);
       this.entries.delete(key);
       await e.proc.stop();
       await rm(e.dir, { recursive: true, force: true });
@@ -298,11 +314,18 @@ class LocalKubelet {
   private async startPod(key: string, pod: Pod, restarts: number): Promise<void> {
     const container = this.containerOf(pod);
     if (!container || this.pullFailed.has(pod.metadata.uid)) return;
+    const secretEnv = await this.secretEnv(pod, container);
+    if (typeof secretEnv === 'string') {
+      if (this.configErrors.get(pod.metadata.uid) !== secretEnv)
+        await this.reportWaiting(pod, container, 'CreateContainerConfigError', secretEnv);
+      this.configErrors.set(pod.metadata.uid, secretEnv);
+      return;
+    }
     const token = await this.mintPodToken(pod);
     if (!token) return;
     const dir = join(this.site.baseDir, `${pod.metadata.namespace}_${pod.metadata.name}`);
     await mkdir(join(dir, 'work'), { recursive: true });
-    const podEnv = containerEnv(pod, container);
+    const podEnv = { ...containerEnv(pod, container), ...secretEnv };
     const spec = this.options.registryMirrors
       ? await this.imageSpec(pod, container, token, dir, podEnv, this.options.registryMirrors)
       : await this.localSpec(pod, container, token, dir, podEnv);
@@ -313,7 +336,67 @@ class LocalKubelet {
       cwd: this.options.cwd ?? REPO_ROOT,
       ...spec,
     });
-    this.entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt: new Date().toISOString() });
+    const startedAt = new Date().toISOString();
+    this.entries.set(key, { proc, pod, restarts, dir, nextStartMs: 0, startedAt });
+    // kwok set the pod Running once; after a config error only the "kubelet" can say the container now runs.
+    if (this.configErrors.delete(pod.metadata.uid)) await this.reportRunning(pod, container, startedAt);
+  }
+
+  /**
+   * The values of the container's env `secretKeyRef`s, read from the pod's namespace; the kubelet's message when a
+   * Secret or key is missing and the reference is not optional.
+   */
+  private async secretEnv(pod: Pod, container: PodContainer): Promise<Record<string, string> | string> {
+    const values: Record<string, string> = {};
+    const read = new Map<string, Record<string, string> | undefined>();
+    for (const e of container.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (!ref) continue;
+      if (!read.has(ref.name)) {
+        const res = await this.http.request(
+          'GET',
+          `/api/v1/namespaces/${pod.metadata.namespace}/secrets/${encodeURIComponent(ref.name)}`,
+        );
+        if (res.status !== 200 && res.status !== 404) return `failed to read secret "${ref.name}": HTTP ${res.status}`;
+        read.set(
+          ref.name,
+          res.status === 200 ? ((res.body as { data?: Record<string, string> }).data ?? {}) : undefined,
+        );
+      }
+      const data = read.get(ref.name);
+      const value = data?.[ref.key];
+      if (value !== undefined) values[e.name] = Buffer.from(value, 'base64').toString('utf8');
+      else if (ref.optional) continue;
+      else if (!data) return `secret "${ref.name}" not found`;
+      else return `couldn't find key ${ref.key} in Secret ${pod.metadata.namespace}/${ref.name}`;
+    }
+    return values;
+  }
+
+  /** The pod Running and Ready with its container started, as a kubelet reports it once the container runs. */
+  private async reportRunning(pod: Pod, container: PodContainer, startedAt: string): Promise<void> {
+    await this.patchStatus(pod, {
+      phase: 'Running',
+      conditions: [
+        { type: 'Ready', status: 'True', lastTransitionTime: startedAt },
+        { type: 'ContainersReady', status: 'True', lastTransitionTime: startedAt },
+      ],
+      containerStatuses: [
+        { ...(notReadyContainer(container, { running: { startedAt } }) as object), ready: true, started: true },
+      ],
+    });
+  }
+
+  /** A merge patch of the pod's status, as the kubelet writes it. */
+  private async patchStatus(pod: Pod, status: unknown): Promise<number> {
+    const res = await this.http.request(
+      'PATCH',
+      `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`,
+      { status },
+      undefined,
+      'application/merge-patch+json',
+    );
+    return res.status;
   }
 
   /** The from-source stand-in: `command` with the container's args, a kubeconfig, and the host's environment. */
@@ -403,25 +486,17 @@ class LocalKubelet {
     });
   }
 
-  /** The pod stays Pending with its container waiting, as a kubelet reports a pull that failed. */
+  /** The pod stays Pending with its container waiting, as a kubelet reports a failed pull or a config error. */
   private async reportWaiting(pod: Pod, container: PodContainer, reason: string, message: string): Promise<void> {
     const at = new Date().toISOString();
-    await this.http.request(
-      'PATCH',
-      `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`,
-      {
-        status: {
-          phase: 'Pending',
-          conditions: [
-            { type: 'Ready', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
-            { type: 'ContainersReady', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
-          ],
-          containerStatuses: [notReadyContainer(container, { waiting: { reason, message } })],
-        },
-      },
-      undefined,
-      'application/merge-patch+json',
-    );
+    await this.patchStatus(pod, {
+      phase: 'Pending',
+      conditions: [
+        { type: 'Ready', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
+        { type: 'ContainersReady', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: at },
+      ],
+      containerStatuses: [notReadyContainer(container, { waiting: { reason, message } })],
+    });
   }
 
   /** A token of the pod's ServiceAccount bound to the pod, as the kubelet projects it; undefined when refused. */
@@ -458,14 +533,8 @@ class LocalKubelet {
 
   /** Job mode: the pod ends with the process, as the kubelet would report it (exit code, or 128 + signal number). */
   private async reportExit(e: Entry): Promise<void> {
-    const res = await this.http.request(
-      'PATCH',
-      `/api/v1/namespaces/${e.pod.metadata.namespace}/pods/${e.pod.metadata.name}/status`,
-      { status: terminatedStatus(e, this.containerOf(e.pod)!) },
-      undefined,
-      'application/merge-patch+json',
-    );
-    if (res.status === 200 || res.status === 404) e.reported = true;
+    const status = await this.patchStatus(e.pod, terminatedStatus(e, this.containerOf(e.pod)!));
+    if (status === 200 || status === 404) e.reported = true;
   }
 }
 

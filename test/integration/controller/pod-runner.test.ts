@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { clientsFromKubeconfigFile, deploymentState } from '@baton/kube';
 import { type LocalRegistry, type PodRunner, startControllerImageRegistry, startPodRunner } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,6 +51,17 @@ async function controllerPods() {
     `/api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io%2Fname%3Dbaton-controller`,
   );
   return list.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
+}
+
+/** A one-replica Deployment of `containers`, its pods labelled with its name. */
+async function createDeployment(namespace: string, name: string, containers: readonly object[]): Promise<void> {
+  const labels = { 'app.kubernetes.io/name': name };
+  await env.admin.call('POST', `/apis/apps/v1/namespaces/${namespace}/deployments`, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace },
+    spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers } } },
+  });
 }
 
 describe('testenv pod runner for the controller image', () => {
@@ -128,17 +141,7 @@ describe('testenv pod runner for the controller image', () => {
       imagePrefix: 'ghcr.io/baton-dev/baton-controller',
       registryMirrors: { 'ghcr.io': registry.host },
     });
-    const labels = { 'app.kubernetes.io/name': 'unpulled' };
-    await env.admin.call('POST', `/apis/apps/v1/namespaces/${NS}/deployments`, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'unpulled', namespace: NS },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: { metadata: { labels }, spec: { containers: [{ name: 'controller', image: missing }] } },
-      },
-    });
+    await createDeployment(NS, 'unpulled', [{ name: 'controller', image: missing }]);
     type PodList = {
       items: { status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] } }[];
     };
@@ -160,5 +163,75 @@ describe('testenv pod runner for the controller image', () => {
     const state = await deploymentState(clients, NS, 'unpulled');
     expect(state.isAvailable).toBe(false);
     expect(state.reason).toMatch(/container controller ErrImagePull: failed to pull image .*not found/);
+  });
+
+  it('resolves env secretKeyRefs as a kubelet does: CreateContainerConfigError while the Secret or key is missing, then runs with its value', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'baton-secret-env-'));
+    const out = join(dir, 'needed');
+    runner = await startPodRunner({
+      kubeconfigPath: env.cluster.kubeconfigPath,
+      imagePrefix: 'example.test/needs-secret',
+      // The process writes what it got and stays up, as a container that started would.
+      command: ['/bin/sh', '-c', 'printf %s "$NEEDED" > "$OUT"; exec sleep 300', 'sh'],
+      localProcess: () => ({ args: [], env: { OUT: out } }),
+    });
+    // A namespace of its own: this test does not depend on the others' push.
+    const ns = 'secret-env';
+    try {
+      await env.admin.call('POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns },
+      });
+      await createDeployment(ns, 'needs-secret', [
+        {
+          name: 'app',
+          image: 'example.test/needs-secret:1',
+          env: [
+            { name: 'NEEDED', valueFrom: { secretKeyRef: { name: 'needed', key: 'value' } } },
+            { name: 'SKIPPED', valueFrom: { secretKeyRef: { name: 'absent', key: 'k', optional: true } } },
+          ],
+        },
+      ]);
+      const clients = clientsFromKubeconfigFile(env.cluster.kubeconfigPath);
+      const reason = async () => (await deploymentState(clients, ns, 'needs-secret')).reason;
+      await eventually(
+        async () => (await reason()).includes('CreateContainerConfigError: secret "needed" not found'),
+        60_000,
+        'CreateContainerConfigError for the missing Secret',
+        500,
+      );
+      expect(runner.pods()).toEqual([]);
+
+      await putSecret(env.admin, ns, 'needed', { other: 'x' });
+      await eventually(
+        async () =>
+          (await reason()).includes(`CreateContainerConfigError: couldn't find key value in Secret ${ns}/needed`),
+        30_000,
+        'CreateContainerConfigError for the missing key',
+        500,
+      );
+      expect(runner.pods()).toEqual([]);
+
+      await putSecret(env.admin, ns, 'needed', { other: 'x', value: 'from-the-secret' });
+      await eventually(
+        async () => (await readFile(out, 'utf8').catch(() => '')) === 'from-the-secret',
+        30_000,
+        'the process to start with the Secret value',
+        500,
+      );
+      expect(runner.pods().map((p) => p.name)).toEqual([expect.stringMatching(/^needs-secret-/)]);
+      // Running and Ready again, as the kubelet reports a container that started: the Deployment becomes Available.
+      await eventually(
+        async () => (await deploymentState(clients, ns, 'needs-secret')).isAvailable,
+        60_000,
+        'the Deployment to become Available',
+        500,
+      );
+    } finally {
+      await runner.stop();
+      runner = undefined;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -15,8 +15,6 @@ export interface StartArgoCdPodsOptions {
   readonly kubeconfigPath: string;
   /** The binary from {@link ensureArgoCd}. */
   readonly argocd: ArgoCd;
-  /** The `auth` value of the `argocd-redis` Secret the push creates (the kubelet would inject it from there). */
-  readonly redisPassword: string;
   /** Seconds between the application controller's refreshes of each Application (upstream: 120). @default 5 */
   readonly appResyncSeconds?: number;
   /** How often pods are listed. @default 500 */
@@ -59,18 +57,9 @@ export async function startArgoCdPods(options: StartArgoCdPodsOptions): Promise<
         imagePrefix: ARGOCD_IMAGES.redis,
         command: [options.redisServer ?? 'redis-server'],
         localProcess: (p) => ({
-          // Last value wins in redis's argument parser: the container's `--requirepass $(REDIS_PASSWORD)` (a Secret
-          // reference the pod runner does not resolve) is replaced by the Secret's value.
-          args: [
-            '--port',
-            String(redis),
-            '--bind',
-            '127.0.0.1',
-            '--dir',
-            p.workDir,
-            '--requirepass',
-            options.redisPassword,
-          ],
+          // After the container's own `--requirepass $(REDIS_PASSWORD)`, which the pod runner expands from the pushed
+          // `argocd-redis` Secret (the pod waits in CreateContainerConfigError while that Secret is missing).
+          args: ['--port', String(redis), '--bind', '127.0.0.1', '--dir', p.workDir],
         }),
       }),
     );
@@ -98,7 +87,7 @@ export async function startArgoCdPods(options: StartArgoCdPodsOptions): Promise<
 /**
  * What a kubelet and the cluster's network give the application controller's and the repo-server's pods (both run
  * the one multi-call binary, which picks its program from `ARGOCD_BINARY_NAME`): the pod's kubeconfig, the
- * Services' loopback addresses, the redis password, a metrics port of its own, and the pod's directory for /tmp and
+ * Services' loopback addresses (REDIS_PASSWORD comes from the pod's own Secret reference), a metrics port of its own, and the pod's directory for /tmp and
  * /home/argocd. git finds the askpass helper as `argocd` on PATH.
  */
 async function argoCdProcess(
@@ -110,7 +99,6 @@ async function argoCdProcess(
   const env = {
     KUBECONFIG: p.kubeconfigPath,
     ARGOCD_FAKE_IN_CLUSTER: 'true',
-    REDIS_PASSWORD: o.redisPassword,
     ARGOCD_GPG_ENABLED: 'false',
     ARGOCD_ASK_PASS_SOCK: `${p.workDir}/ask-pass.sock`,
     HOME: p.workDir,

@@ -102,7 +102,7 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
         }),
       ),
     );
-    const pods = await startArgoCdPods({ kubeconfigPath: o.kubeconfigPath, argocd, redisPassword });
+    const pods = await startArgoCdPods({ kubeconfigPath: o.kubeconfigPath, argocd });
     return {
       runner: pods,
       side: {
