@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadHandoffPlan } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
 import {
   type ControllerSide,
@@ -123,15 +124,21 @@ export async function configureStack(
     journalDir: s.journalDir,
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
-  // baton-controller's side has a push-only webhook key; Flux's has none.
-  const webhookPath = (s as ControllerSide & { webhookSecretPath?: string }).webhookSecretPath;
-  const webhook = webhookPath ? (parse(await readFile(webhookPath, 'utf8')) as { secret: string }) : undefined;
   const secrets: Record<string, string> = {
     kubeconfig: await readFile(bed.kubeconfigPath, 'utf8'),
     pullPassword: s.git.credentials.password,
-    ...(webhook ? { webhookSecret: webhook.secret } : {}),
   };
   for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
+  // The plan's push-only Secrets (baton-controller's webhook key, Argo CD's argocd-redis and argocd-secret; Flux has
+  // none), key by key as stacks/local's README tells a user to set them: handoffFromConfig reads `pushSecrets`.
+  for (const x of loadHandoffPlan(s.planPath).plan.push.secrets) {
+    const keys = parse(await readFile(x.fromFile, 'utf8')) as Record<string, string>;
+    for (const [key, value] of Object.entries(keys))
+      await run(
+        ['config', 'set', '--secret', '--path', `pushSecrets[${JSON.stringify(x.name)}][${JSON.stringify(key)}]`],
+        value,
+      );
+  }
 }
 
 /** Removes the stack (its state and the project's Pulumi.<stack>.yaml), then the environment's processes and files. */

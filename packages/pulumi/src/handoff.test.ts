@@ -148,4 +148,67 @@ describe('Handoff (wiring, mocked engine)', () => {
     for (const key of ['kubeconfig', 'pullCredential', 'pushSecrets'])
       expect(isSecretValue(run.inputs[key]), key).toBe(true);
   });
+
+  it('takes push-only Secrets from config pushSecrets (with webhookSecret as baton-webhook), refusing a bad shape by its path', async () => {
+    const base = {
+      'project:gitUrl': 'http://git.example/c.git',
+      'project:gitRevision': 'c'.repeat(40),
+      'project:manifests': manifests,
+      'project:pullUsername': 'reader',
+      'project:pullPassword': 'pw',
+    };
+    const secretKeys = ['project:pullPassword', 'project:pushSecrets', 'project:webhookSecret'];
+    const pushSecretsOf = (name: string) => {
+      const run = registered.find((r) => r.type === 'pulumi-nodejs:dynamic/baton:HandoffRun' && r.name === name)!;
+      expect(isSecretValue(run.inputs.pushSecrets)).toBe(true);
+      return (run.inputs.pushSecrets as { value: unknown }).value;
+    };
+    pulumi.runtime.setAllConfig(
+      {
+        ...base,
+        'project:clusterName': 'with-push-secrets',
+        'project:pushSecrets': JSON.stringify({
+          'argocd-redis': { auth: 'redis-pw' },
+          'argocd-secret': { 'server.secretkey': 'k' },
+        }),
+        'project:webhookSecret': 'whsec',
+      },
+      secretKeys,
+    );
+    await resolved(handoffFromConfig(pulumi.secret('kc')).receipt);
+    expect(pushSecretsOf('with-push-secrets')).toEqual({
+      'argocd-redis': { auth: 'redis-pw' },
+      'argocd-secret': { 'server.secretkey': 'k' },
+      'baton-webhook': { secret: 'whsec' },
+    });
+
+    const refused = (pushSecrets: unknown, webhook?: string) => {
+      pulumi.runtime.setAllConfig(
+        {
+          ...base,
+          'project:pushSecrets': JSON.stringify(pushSecrets),
+          ...(webhook ? { 'project:webhookSecret': webhook } : {}),
+        },
+        secretKeys,
+      );
+      try {
+        handoffFromConfig(pulumi.secret('kc'));
+      } catch (err) {
+        expect(err).toBeInstanceOf(pulumi.RunError);
+        expect((err as Error).message).not.toContain('hunter2');
+        return (err as Error).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(refused({ 'argocd-redis': { auth: 42 } })).toMatch(
+      /^stack config pushSecrets\["argocd-redis"\]\["auth"\]: expected string, received number; pushSecrets maps Secret names to maps of key: string value, e\.g\. pulumi config set --secret --path/,
+    );
+    expect(refused({ Bad_Name: { k: 'hunter2' } })).toMatch(
+      /^stack config pushSecrets\["Bad_Name"\]: a Secret name is a DNS subdomain/,
+    );
+    expect(refused({ empty: {} })).toMatch(/^stack config pushSecrets\["empty"\]: a Secret needs at least one key/);
+    expect(refused({ 'baton-webhook': { secret: 'hunter2' } }, 'hunter2')).toMatch(
+      /webhookSecret and pushSecrets\["baton-webhook"\] both set the baton-webhook Secret; keep one/,
+    );
+  });
 });

@@ -1,6 +1,7 @@
 import * as pulumi from '@pulumi/pulumi';
+import { z } from 'zod';
 import { controllerOf } from './controllers.js';
-import { Handoff } from './handoff.js';
+import { Handoff, type HandoffArgs } from './handoff.js';
 
 /**
  * The config keys a stack of baton's reads (`pulumi config set <key> <value>`; secrets with `--secret`):
@@ -9,7 +10,10 @@ import { Handoff } from './handoff.js';
  * - `gitUrl`, `gitRef` (@default main), `gitPath` (@default .), `gitRevision` (a commit; @default resolved from the ref);
  * - `manifests`: the rendered push set directory (the same files Git carries), relative to the stack;
  * - `pullUsername` and `pullPassword` (secret): the read-only Git credential the controller pulls with;
- * - `webhookSecret` (secret, optional): the push-only `baton-webhook` Secret;
+ * - `pushSecrets` (secret object, optional): the plan's push-only Secrets, name to keys to values, e.g. Argo CD's
+ *   `pulumi config set --secret --path 'pushSecrets["argocd-redis"].auth' VALUE`; the push refuses a set whose
+ *   workloads read a Secret it does not create;
+ * - `webhookSecret` (secret, optional): shorthand for `pushSecrets["baton-webhook"].secret` (baton-controller's);
  * - `clusterName` (@default the stack name), `takeoverTimeoutSeconds` (@default 300);
  * - `auditLog` (@default audit/handoffs.jsonl) and `signingKey` (@default audit/baton.key), relative to the stack;
  * - `journalDir` (@default .baton/journal): the local step journal; run logs go beside it (`logs/`).
@@ -23,6 +27,7 @@ export const STACK_CONFIG_KEYS = [
   'manifests',
   'pullUsername',
   'pullPassword',
+  'pushSecrets',
   'webhookSecret',
   'clusterName',
   'takeoverTimeoutSeconds',
@@ -45,7 +50,7 @@ export interface HandoffStackOutputs {
 export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStackOutputs {
   const config = new pulumi.Config();
   const revision = config.get('gitRevision');
-  const webhook = config.getSecret('webhookSecret');
+  const pushSecrets = pushSecretsFromConfig(config);
   const journalDir = config.get('journalDir');
   const handoff = new Handoff(config.get('clusterName') ?? pulumi.getStack(), {
     kubeconfig,
@@ -59,7 +64,7 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
       manifests: config.require('manifests'),
     }),
     pullCredential: { username: config.require('pullUsername'), password: config.requireSecret('pullPassword') },
-    ...(webhook ? { pushSecrets: { 'baton-webhook': { secret: webhook } } } : {}),
+    ...(pushSecrets ? { pushSecrets } : {}),
     takeover: { timeoutSeconds: config.getNumber('takeoverTimeoutSeconds') ?? 300 },
     audit: {
       logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl',
@@ -68,4 +73,43 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
     ...(journalDir ? { journalDir } : {}),
   });
   return { receipt: handoff.receipt, plan: handoff.plan };
+}
+
+const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+const PushSecretsSchema = z.record(
+  z.string().max(253).regex(SECRET_NAME, 'a Secret name is a DNS subdomain (lower case, digits, "-" and ".")'),
+  z
+    .record(z.string().regex(SECRET_KEY, 'a Secret key is letters, digits, "-", "_" and "."'), z.string())
+    .refine((keys) => Object.keys(keys).length > 0, 'a Secret needs at least one key'),
+);
+
+/**
+ * Config `pushSecrets` (with `webhookSecret` as `baton-webhook`'s `secret`), checked before anything runs: a bad
+ * shape is refused naming the config path and the rule, never a value.
+ * @throws {pulumi.RunError} when the shape is wrong or `baton-webhook` is given both ways.
+ */
+function pushSecretsFromConfig(config: pulumi.Config): HandoffArgs['pushSecrets'] {
+  // Read plainly once to check its shape here (Pulumi's own getters would only fail inside an apply).
+  const raw = config.getObject<unknown>('pushSecrets');
+  const webhook = config.getSecret('webhookSecret');
+  if (raw === undefined) return webhook ? pulumi.secret({ 'baton-webhook': { secret: webhook } }) : undefined;
+  const parsed = PushSecretsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const at = ['pushSecrets', ...issue.path.map((p) => `[${JSON.stringify(String(p))}]`)].join('');
+    // A bad record key is reported with the key's own rule nested inside.
+    const rule = (issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined) ?? issue.message;
+    throw new pulumi.RunError(
+      `stack config ${at}: ${rule.replace(/^Invalid input: /, '')}; pushSecrets maps Secret names to maps of key: string value, e.g. pulumi config set --secret --path 'pushSecrets["argocd-redis"].auth' VALUE`,
+    );
+  }
+  if (webhook && 'baton-webhook' in parsed.data)
+    throw new pulumi.RunError(
+      'stack config webhookSecret and pushSecrets["baton-webhook"] both set the baton-webhook Secret; keep one (pulumi config rm webhookSecret)',
+    );
+  const secrets = pulumi.secret(parsed.data);
+  return webhook
+    ? pulumi.all([secrets, webhook]).apply(([s, w]) => ({ ...s, 'baton-webhook': { secret: w } }))
+    : secrets;
 }
