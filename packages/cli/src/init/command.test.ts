@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadHandoffPlan, previewHandoff } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { initPlan } from './command.js';
 import { shippedProfileDir } from './render-push-set.js';
 
@@ -108,6 +108,43 @@ describe('baton init', () => {
     expect(over.status).toMatchObject({ kind: 'Kustomization', revisionPath: 'status.lastAttemptedRevision' });
   });
 
+  it('renders Argo CD with the Secrets its workloads read: argocd-redis generated (random, 0600) and pushed by the plan', async () => {
+    const from = newDir();
+    const argocd = shippedProfileDir('argocd')!;
+    await import('node:fs').then((fs) =>
+      fs.cpSync(argocd, from, { recursive: true, filter: (p) => !p.includes('generated') && !p.includes('example') }),
+    );
+    writeFileSync(
+      join(from, '05-crds.yaml'),
+      [
+        crd('applications', 'Application', 'argoproj.io', 'v1alpha1'),
+        crd('appprojects', 'AppProject', 'argoproj.io', 'v1alpha1'),
+      ].join('---\n'),
+    );
+    const dir = newDir();
+    const { r, loaded } = await initInto(dir, { profile: 'argocd', from });
+    expect(r.pushSecretPaths).toEqual([join(dir, 'argocd-redis.yaml')]);
+    expect(loaded.plan.push.secrets).toEqual([{ name: 'argocd-redis', fromFile: join(dir, 'argocd-redis.yaml') }]);
+    expect(r.text).toContain('argocd-redis: random values written by baton init');
+    const auth = (parse(readFileSync(r.pushSecretPaths[0]!, 'utf8')) as { auth: string }).auth;
+    expect(auth).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(statSync(r.pushSecretPaths[0]!).mode & 0o777).toBe(0o600);
+    expect(r.text).not.toContain(auth);
+    // The plan previews: the set's own check finds every Secret its pods read.
+    expect(previewHandoff(loaded).objects).toContain('Secret/argocd/argocd-redis');
+    // Without it, the same set is refused before anything is created.
+    writeFileSync(join(dir, 'plan.yaml'), r.text.replace(/^ {2}secrets:\n.*\n/m, ''));
+    expect(() => previewHandoff(loadHandoffPlan(join(dir, 'plan.yaml')))).toThrow(
+      /StatefulSet "argocd\/argocd-application-controller" needs Secret argocd-redis/,
+    );
+    // Another cluster gets another password; an existing file is kept.
+    const other = await initPlan({ ...base, profile: 'argocd', from, dir: newDir() });
+    expect(readFileSync(other.pushSecretPaths[0]!, 'utf8')).not.toContain(auth);
+    rmSync(join(dir, 'push'), { recursive: true });
+    await initPlan({ ...base, profile: 'argocd', from, dir });
+    expect((parse(readFileSync(r.pushSecretPaths[0]!, 'utf8')) as { auth: string }).auth).toBe(auth);
+  });
+
   it('refuses a set without the CRDs the profile waits for, a URL with credentials, and a non-empty push folder', async () => {
     const from = newDir();
     const flux = shippedProfileDir('flux')!;
@@ -127,7 +164,7 @@ describe('baton init', () => {
   });
 });
 
-function crd(plural: string, kind: string, group: string): string {
+function crd(plural: string, kind: string, group: string, version = 'v1'): string {
   return stringify({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -138,7 +175,7 @@ function crd(plural: string, kind: string, group: string): string {
       scope: 'Namespaced',
       versions: [
         {
-          name: 'v1',
+          name: version,
           served: true,
           storage: true,
           schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },

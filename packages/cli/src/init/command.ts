@@ -1,9 +1,10 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { parseHandoffPlan } from '@baton/core';
+import { parseHandoffPlan, readManifestDir, secretsReadByWorkloads } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { Command } from '@commander-js/extra-typings';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { writeNewSigningKey } from '../audit/keygen.js';
 import { planTemplate } from './plan-template.js';
 import { renderPushSet, shippedProfileDir } from './render-push-set.js';
@@ -17,7 +18,10 @@ export function initCommand() {
     .description(
       'write a commented handoff plan to stdout, and beside it the push set rendered for your Git source and an audit key',
     )
-    .requiredOption('--profile <name>', 'controller profile: baton-controller, flux (bootstrap-manifests/<name>)')
+    .requiredOption(
+      '--profile <name>',
+      'controller profile: baton-controller, flux, argocd (bootstrap-manifests/<name>)',
+    )
     .requiredOption('--git-url <url>', 'repository the controller pulls from, without credentials')
     .option('--ref <ref>', 'branch the controller follows', 'main')
     .option('--path <path>', 'directory in the repository the controller applies (default: clusters/<name>)')
@@ -29,7 +33,11 @@ export function initCommand() {
       process.stdout.write(r.text);
       process.stderr.write(
         `baton: wrote the push set to ${r.pushDir} and the audit key to ${r.signingKeyPath}; save the plan in ${r.dir}, ` +
-          `write the read-only Git credential to ${r.pullCredentialPath} (mode 0600), then run baton plan and baton up\n`,
+          `write the read-only Git credential to ${r.pullCredentialPath} (mode 0600), then run baton plan and baton up` +
+          (r.pushSecretPaths.length > 0
+            ? `; the Secrets the install reads are in ${r.pushSecretPaths.join(', ')} (random values, mode 0600)`
+            : '') +
+          '\n',
       );
     });
 }
@@ -72,6 +80,12 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     throw new ConfigError(
       `--from ${profileDir} is profile ${profile.name}, not ${o.profile}; pass the matching --profile`,
     );
+  const pushSecrets = writePushSecrets(
+    dir,
+    secretsReadByWorkloads(readManifestDir(pushDir).map((m) => m.object)).filter(
+      (x) => x.name !== profile.controller?.pullSecret,
+    ),
+  );
   const signingKeyPath = resolve(dir, 'audit', 'baton.key');
   if (!existsSync(signingKeyPath)) await writeNewSigningKey({ out: resolve(dir, 'audit'), name: 'baton' });
   const rel = (p: string) => `./${relative(dir, p)}`;
@@ -84,9 +98,37 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     manifests: rel(pushDir),
     signingKeyPath: rel(signingKeyPath),
     pullCredentialPath: './pull-credential.yaml',
+    pushSecrets: pushSecrets.map((x) => ({ ...x, fromFile: rel(x.path) })),
   });
   parseHandoffPlan(parse(text, { version: '1.1' }), '<baton init>', dir);
-  return { text, dir, pushDir, signingKeyPath, pullCredentialPath: resolve(dir, 'pull-credential.yaml') };
+  return {
+    text,
+    dir,
+    pushDir,
+    signingKeyPath,
+    pullCredentialPath: resolve(dir, 'pull-credential.yaml'),
+    pushSecretPaths: pushSecrets.map((x) => x.path),
+  };
+}
+
+/**
+ * The Secrets the install's workloads read, as plan files beside the plan (mode 0600): each key the workloads read
+ * gets a fresh random value, as upstream's own init containers generate them (Argo CD's redis password). A file that
+ * exists is kept; a Secret read whole (no key known) is left for the user to write, and the plan says so.
+ */
+function writePushSecrets(
+  dir: string,
+  needed: readonly { name: string; keys: readonly string[] }[],
+): { name: string; path: string; generated: boolean }[] {
+  return needed.map(({ name, keys }) => {
+    const path = resolve(dir, `${name}.yaml`);
+    const generate = keys.length > 0 && !existsSync(path);
+    if (generate)
+      writeFileSync(path, stringify(Object.fromEntries(keys.map((k) => [k, randomBytes(24).toString('base64url')]))), {
+        mode: 0o600,
+      });
+    return { name, path, generated: generate };
+  });
 }
 
 /** What {@link initPlan} wrote, and the plan's text. */
@@ -99,4 +141,6 @@ export interface InitResult {
   readonly signingKeyPath: string;
   /** Where the plan expects the pull credential (not written: it is the user's secret). */
   readonly pullCredentialPath: string;
+  /** The push-only Secrets the install's workloads read, as files the plan's push.secrets names. */
+  readonly pushSecretPaths: readonly string[];
 }

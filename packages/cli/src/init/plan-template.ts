@@ -13,6 +13,8 @@ export interface PlanTemplateOptions {
   readonly signingKeyPath: string;
   /** The pull credential file, relative to the plan (written by the user: it is a secret). */
   readonly pullCredentialPath: string;
+  /** The Secrets the install's workloads read: files relative to the plan, `generated` when init wrote them. */
+  readonly pushSecrets?: readonly { name: string; fromFile: string; generated: boolean }[];
 }
 
 /**
@@ -41,7 +43,7 @@ push:
   manifests: ${q(o.manifests)}
   # The longest the push credential may live, in seconds (at most 600).
   budgetSeconds: 300
-pull:
+${pushSecretsBlock(o.pushSecrets ?? [])}pull:
   credential:
     # The read-only Git credential the controller pulls with: a YAML map, e.g.
     #   username: <deploy-token-user>
@@ -68,4 +70,20 @@ audit:
 # The local step journal that lets a killed run resume.
 journalDir: ./.baton/journal
 `;
+}
+
+/** `push.secrets` for the Secrets the install reads (empty when it reads none). */
+function pushSecretsBlock(secrets: NonNullable<PlanTemplateOptions['pushSecrets']>): string {
+  if (secrets.length === 0) return '';
+  const q = JSON.stringify;
+  const lines = [
+    "  # Secrets the install's workloads read (push-only, never in Git): YAML maps of key: value, mode 0600.",
+    ...secrets.map(
+      (x) =>
+        `  #   ${x.name}: ${x.generated ? 'random values written by baton init' : 'write this file before baton up'}`,
+    ),
+    '  secrets:',
+    ...secrets.map((x) => `    - { name: ${q(x.name)}, fromFile: ${q(x.fromFile)} }`),
+  ];
+  return `${lines.join('\n')}\n`;
 }
