@@ -16,6 +16,7 @@ import { type ArgoCd, type ArgoCdSide, ensureArgoCd, type HandoffBed, startArgoC
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
+import { fleetUp, writeFleetFile } from '../../support/fleet-env.js';
 import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { expectKillMidPushThenHandOff } from '../../support/kill-rerun.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
@@ -46,6 +47,18 @@ function startBed(o: { pullPassword?: string; takeoverTimeoutSeconds?: number } 
     writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-argocd-e2e' }),
     ...o,
   });
+}
+
+/** A fresh bed for the enclosing describe: started before its tests, stopped after them. */
+function useBed(): () => HandoffBed<ArgoCdSide> {
+  let bed: HandoffBed<ArgoCdSide> | undefined;
+  beforeAll(async () => {
+    bed = await startBed();
+  }, 300_000);
+  afterAll(async () => {
+    await bed?.stop();
+  });
+  return () => bed!;
 }
 
 const ARGO_APP = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application' } as const;
@@ -359,18 +372,55 @@ describe('a handoff to real Argo CD, attacked with a stolen bootstrap token duri
 });
 
 describe('through `pulumi up` (stacks/local with profile argocd: the controller block from the profile, as controllers.argocd() gives)', () => {
-  let bed: HandoffBed<ArgoCdSide>;
-
-  beforeAll(async () => {
-    bed = await startBed();
-  }, 300_000);
-
-  afterAll(async () => {
-    await bed?.stop();
-  });
+  const bedOf = useBed();
 
   it('hands off to Argo CD with the real engine: receipt in the stack, revoked and proven, nothing secret printed', async () => {
+    const bed = bedOf();
     await expectPulumiHandoff(bed, 'argocd');
+    // The stack's pushSecrets config reached the cluster: the Secrets Argo CD's pods read (the pod runner, as a kubelet,
+    // starts none of them without argocd-redis) hold the plan files' values.
+    const admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
+    for (const name of ['argocd-redis', 'argocd-secret']) {
+      const want = parseAllDocuments(readFileSync(join(bed.side.dir, `${name}.yaml`), 'utf8'))[0]!.toJS() as Record<
+        string,
+        string
+      >;
+      const got = (await admin.core.readNamespacedSecret({ name, namespace: 'argocd' })).data ?? {};
+      expect(
+        Object.fromEntries(Object.entries(got).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()])),
+        name,
+      ).toEqual(want);
+    }
+  }, 420_000);
+});
+
+describe('through `baton fleet up` (a fleet of one whose plan template is the Argo CD plan)', () => {
+  const bedOf = useBed();
+
+  it('hands the cluster to Argo CD: exit 0, one handoff event via fleet naming profile argocd, nothing left', async () => {
+    const bed = bedOf();
+    const file = writeFleetFile(join(bed.side.dir, 'fleet.yaml'), {
+      template: bed.side.planPath,
+      clusters: [{ name: bed.clusterName, kubeconfigPath: bed.kubeconfigPath }],
+      waves: [{}],
+      concurrency: 1,
+      failureBudget: 0,
+    });
+    const r = await fleetUp(['-f', file]);
+    expect(r.code, r.stderr.slice(-3000)).toBe(0);
+    expect(r.result.waves.flatMap((w) => w.clusters).map((c) => [c.name, c.status])).toEqual([
+      [bed.clusterName, 'handed-off'],
+    ]);
+    const handoffs = [];
+    for await (const e of readEntries(bed.side.auditLogPath))
+      if ('plan' in e.statement.predicate) handoffs.push(e.statement.predicate);
+    expect(handoffs.map((e) => [e.outcome, e.actor.via, e.plan.push.profile, e.readiness?.reconciledRevision])).toEqual(
+      [['handed-off', 'fleet', 'argocd', bed.side.revision]],
+    );
+    expect(await findBootstrapLeftovers(clientsFromKubeconfigFile(bed.kubeconfigPath), 'baton-system')).toEqual([]);
+    expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
+    expect(r.stdout + r.stderr).not.toMatch(JWT_PATTERN);
+    for (const secret of bed.side.secretValues) expect(r.stdout + r.stderr).not.toContain(secret);
   }, 420_000);
 });
 
