@@ -17,6 +17,11 @@ export interface StartPodRunnerOptions {
   /** Runs the containers whose image starts with this, e.g. `ghcr.io/baton-dev/baton-controller`. */
   readonly imagePrefix: string;
   /**
+   * Of those pods, runs only the ones this accepts (e.g. by name, where one image serves several programs and only
+   * some have a local stand-in); the others are left to kwok. @default every pod
+   */
+  readonly podFilter?: (pod: { readonly namespace: string; readonly name: string }) => boolean;
+  /**
    * Executable and leading arguments of the local stand-in for the image; the container's `args`
    * follow, then `--kubeconfig`, `--identity`, `--port=0` and `--work-dir`.
    * @default the controller's `src/main.ts` under tsx with the `@baton/source` condition
@@ -281,7 +286,8 @@ class LocalKubelet {
       Boolean(p.spec.nodeName) &&
       (p.status?.phase === 'Running' || this.configErrors.has(p.metadata.uid)) &&
       !p.metadata.deletionTimestamp &&
-      this.containerOf(p) !== undefined
+      this.containerOf(p) !== undefined &&
+      (this.options.podFilter?.(p.metadata) ?? true)
     );
   }
 

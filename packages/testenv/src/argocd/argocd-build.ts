@@ -36,6 +36,11 @@ export interface ArgoCd {
    * ApplicationSet CRD, 1.5 MB, comes from Git after the takeover).
    */
   readonly crdsPath: string;
+  /**
+   * Upstream's `manifests/install.yaml` in the module zip (read-only, in the Go module cache): what a cluster-admin
+   * Argo CD applies of its own install from Git after the takeover.
+   */
+  readonly installPath: string;
   readonly version: typeof ARGOCD_VERSION;
   /** The build with its seconds, CPU seconds, peak RSS and binary size. */
   readonly build: GoBuildResult;
@@ -113,8 +118,10 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
       await rename(staging, crdsPath);
     }
     const binary = build.binaries.argocd!;
-    await installImageScripts(dirname(binary));
-    return { binary, binDir: dirname(binary), crdsPath, version: ARGOCD_VERSION, build };
+    const moduleDir = await moduleZipDir();
+    await installImageScripts(dirname(binary), moduleDir);
+    const installPath = join(moduleDir, 'manifests', 'install.yaml');
+    return { binary, binDir: dirname(binary), crdsPath, installPath, version: ARGOCD_VERSION, build };
   })();
   if (!options.cacheDir) {
     memo = run;
@@ -127,18 +134,21 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
 }
 
 /**
- * Puts {@link IMAGE_SCRIPTS} from the pinned module zip into `binDir`, as the image does in /usr/local/bin. Done after
+ * The pinned module's directory in the Go module cache (its zip is there once the binary is built).
+ * @throws BuildError when the module cannot be found (the proxy is unreachable and the cache lost it).
+ */
+function moduleZipDir(): Promise<string> {
+  const env = { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: ARGOCD_GO_TOOLCHAIN };
+  return goModuleDir(join(goModulesDir, 'argocd'), MODULE, { env, retry: 'pnpm baton testenv build --argocd' });
+}
+
+/**
+ * Puts {@link IMAGE_SCRIPTS} from the pinned module zip (`dir`) into `binDir`, as the image does in /usr/local/bin. Done after
  * the build (not in it) so a build cached before this existed gets them too; the zip is in the module cache then.
  * @throws BuildError when the module cannot be found (the proxy is unreachable and the cache lost it).
  */
-async function installImageScripts(binDir: string): Promise<void> {
+async function installImageScripts(binDir: string, dir: string): Promise<void> {
   const missing = IMAGE_SCRIPTS.filter((f) => !existsSync(join(binDir, f)));
-  if (missing.length === 0) return;
-  const env = { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: ARGOCD_GO_TOOLCHAIN };
-  const dir = await goModuleDir(join(goModulesDir, 'argocd'), MODULE, {
-    env,
-    retry: 'pnpm baton testenv build --argocd',
-  });
   for (const f of missing) {
     const staging = join(binDir, `.${f}.${process.pid}`);
     await copyFile(join(dir, 'hack', f), staging);

@@ -9,6 +9,9 @@ export const ARGOCD_IMAGES = {
   redis: 'public.ecr.aws/docker/library/redis',
 } as const;
 
+/** Pod name prefixes of the Argo CD programs the push carries, which run here as local processes. */
+const ARGOCD_PROGRAM_PODS = ['argocd-application-controller-', 'argocd-repo-server-'] as const;
+
 /** Options of {@link startArgoCdPods}. */
 export interface StartArgoCdPodsOptions {
   /** Admin kubeconfig of the cluster (it only lists pods and requests their tokens). */
@@ -67,6 +70,9 @@ export async function startArgoCdPods(options: StartArgoCdPodsOptions): Promise<
       await startPodRunner({
         ...common,
         imagePrefix: ARGOCD_IMAGES.argocd,
+        // The pushed programs only: argocd-server, dex, notifications and the ApplicationSet controller (from Git
+        // with cluster-admin) share the image but have no stand-in here, and are left to kwok.
+        podFilter: (p) => ARGOCD_PROGRAM_PODS.some((prefix) => p.name.startsWith(prefix)),
         command: [options.argocd.binary],
         localProcess: (p) => argoCdProcess(p, options, { repoServer, redisAddr }),
       }),

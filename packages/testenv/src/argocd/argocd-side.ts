@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import {
   type BedCluster,
   type ControllerSide,
@@ -13,7 +13,7 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
-import { type ArgoCd, ensureArgoCd } from './argocd-build.js';
+import { ARGOCD_VERSION, type ArgoCd, ensureArgoCd } from './argocd-build.js';
 import { type ArgoCdPods, startArgoCdPods } from './argocd-pods.js';
 
 const REPO = 'cluster-config';
@@ -33,6 +33,8 @@ const IN_GIT = [
 ];
 /** The repository credential Secret Argo CD finds by its label (the plan's pull credential). */
 export const ARGOCD_REPO_SECRET = 'cluster-config-repo';
+/** The Secrets the plan pushes from files (never in Git). */
+const PLAN_SECRETS = [ARGOCD_REPO_SECRET, 'argocd-secret', 'argocd-redis'] as const;
 
 /** Options of {@link startArgoCdSide}. */
 export interface StartArgoCdSideOptions extends GitOpsSideOptions {
@@ -61,24 +63,7 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
-    await mkdir(join(pushDir, 'rules'), { recursive: true });
-    const files: Record<string, string> = {};
-    for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
-      const text =
-        f === '50-root.yaml'
-          ? renderRoot(readFileSync(join(o.profileDir, f), 'utf8'), url)
-          : readFileSync(join(o.profileDir, f), 'utf8');
-      writeFileSync(join(pushDir, f), text);
-      if (IN_GIT.includes(f)) files[`${GIT_PATH}/argocd/${f}`] = text;
-    }
-    if (!existsSync(join(pushDir, '05-crds.generated.yaml'))) cpSync(argocd.crdsPath, join(pushDir, '05-crds.yaml'));
-    cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
-    if (o.privilege === 'cluster-admin')
-      cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
-    const example = join(o.profileDir, 'example', GIT_PATH);
-    for (const sub of readdirSync(example))
-      for (const f of readdirSync(join(example, sub)))
-        files[`${GIT_PATH}/${sub}/${f}`] = readFileSync(join(example, sub, f), 'utf8');
+    const files = await renderPushAndGit(o, argocd, url, pushDir);
     const revision = await git.commitFiles(REPO, files, 'argocd install and example apps');
     const password = o.pullPassword ?? git.credentials.password;
     const redisPassword = randomBytes(16).toString('hex');
@@ -118,6 +103,71 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
       },
     };
   });
+}
+
+/**
+ * Writes the push set into `pushDir` and returns what Git carries, by path: the install files Argo CD owns after the
+ * takeover, the example apps, and with cluster-admin the rest of upstream's install.
+ */
+async function renderPushAndGit(
+  o: StartArgoCdSideOptions,
+  argocd: ArgoCd,
+  url: string,
+  pushDir: string,
+): Promise<Record<string, string>> {
+  await mkdir(join(pushDir, 'rules'), { recursive: true });
+  const files: Record<string, string> = {};
+  const clusterAdmin = o.privilege === 'cluster-admin';
+  for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
+    const raw = readFileSync(join(o.profileDir, f), 'utf8');
+    let text = raw;
+    if (f === '50-root.yaml') text = renderRoot(raw, url);
+    else if (f === '30-configmaps.yaml' && clusterAdmin) text = withoutInclusions(raw);
+    writeFileSync(join(pushDir, f), text);
+    if (IN_GIT.includes(f)) files[`${GIT_PATH}/argocd/${f}`] = text;
+  }
+  if (!existsSync(join(pushDir, '05-crds.generated.yaml'))) cpSync(argocd.crdsPath, join(pushDir, '05-crds.yaml'));
+  cpSync(join(o.profileDir, 'rules', 'profile.yaml'), join(pushDir, 'rules', 'profile.yaml'));
+  if (clusterAdmin) {
+    cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
+    // Git carries the rest of upstream's install too, as argocd-autopilot commits it.
+    files[`${GIT_PATH}/argocd-rest/install.yaml`] = restOfInstall(argocd.installPath, pushDir, PLAN_SECRETS);
+  }
+  const example = join(o.profileDir, 'example', GIT_PATH);
+  for (const sub of readdirSync(example))
+    for (const f of readdirSync(join(example, sub)))
+      files[`${GIT_PATH}/${sub}/${f}`] = readFileSync(join(example, sub, f), 'utf8');
+  return files;
+}
+
+/**
+ * `argocd-cm` without `resource.inclusions`: a cluster-admin Argo CD sees every kind (the option file's comment says
+ * so), else it would refuse the RBAC, Secrets and NetworkPolicies of its own install as excluded.
+ */
+function withoutInclusions(text: string): string {
+  return text.replace(/^ {2}resource\.inclusions: \|\n(?: {4}.*\n)+/m, '');
+}
+
+/**
+ * Upstream's install.yaml without what the push carries (by kind and name, the plan's Secrets included: upstream's
+ * empty `argocd-secret` would make Argo CD co-own the pushed one; the controller's own RBAC is the push's
+ * cluster-admin binding, so upstream's `*\/*\/*` ClusterRole and its binding are left out too): argocd-server, dex,
+ * notifications, the ApplicationSet CRD and controller, their RBAC, ConfigMaps and Secrets, and the NetworkPolicies.
+ */
+function restOfInstall(installPath: string, pushDir: string, planSecrets: readonly string[]): string {
+  const key = (o: { kind?: string; metadata?: { name?: string } } | null) => `${o?.kind}/${o?.metadata?.name}`;
+  const pushed = new Set(
+    readdirSync(pushDir)
+      .filter((f) => f.endsWith('.yaml'))
+      .flatMap((f) => parseAllDocuments(readFileSync(join(pushDir, f), 'utf8')).map((d) => key(d.toJS()))),
+  );
+  for (const name of planSecrets) pushed.add(`Secret/${name}`);
+  pushed.add('ClusterRole/argocd-application-controller');
+  pushed.add('ClusterRoleBinding/argocd-application-controller');
+  const docs = parseAllDocuments(readFileSync(installPath, 'utf8'))
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
+    .filter((o) => o?.kind && !pushed.has(key(o)));
+  return `# The rest of Argo CD ${ARGOCD_VERSION}'s manifests/install.yaml (upstream, from the module zip), for a cluster-admin Argo CD.\n${docs.map((o) => stringify(o)).join('---\n')}`;
 }
 
 /** The root Application pointing at this Git server. */
