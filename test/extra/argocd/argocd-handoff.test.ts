@@ -40,7 +40,9 @@ beforeAll(async () => {
   argocd = await ensureArgoCd();
 }, 2_400_000);
 
-function startBed(o: { pullPassword?: string; takeoverTimeoutSeconds?: number } = {}) {
+function startBed(
+  o: { pullPassword?: string; takeoverTimeoutSeconds?: number; privilege?: 'scoped' | 'cluster-admin' } = {},
+) {
   return startArgoCdBed({
     profileDir: ARGOCD_DIR,
     argocd,
@@ -50,10 +52,10 @@ function startBed(o: { pullPassword?: string; takeoverTimeoutSeconds?: number } 
 }
 
 /** A fresh bed for the enclosing describe: started before its tests, stopped after them. */
-function useBed(): () => HandoffBed<ArgoCdSide> {
+function useBed(o: Parameters<typeof startBed>[0] = {}): () => HandoffBed<ArgoCdSide> {
   let bed: HandoffBed<ArgoCdSide> | undefined;
   beforeAll(async () => {
-    bed = await startBed();
+    bed = await startBed(o);
   }, 300_000);
   afterAll(async () => {
     await bed?.stop();
@@ -421,6 +423,62 @@ describe('through `baton fleet up` (a fleet of one whose plan template is the Ar
     expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
     expect(r.stdout + r.stderr).not.toMatch(JWT_PATTERN);
     for (const secret of bed.side.secretValues) expect(r.stdout + r.stderr).not.toContain(secret);
+  }, 420_000);
+});
+
+describe('with controller.privilege: cluster-admin, the rest of Argo CD’s install comes from Git', () => {
+  const bedOf = useBed({ privilege: 'cluster-admin' });
+
+  it('hands off, recording the privilege; Argo CD then applies and owns upstream’s argocd-server, dex, notifications, ApplicationSet and NetworkPolicies', async () => {
+    const bed = bedOf();
+    const loaded = loadHandoffPlan(bed.side.planPath);
+    const { deps } = testHandoffDeps(loaded, bed.kubeconfigPath);
+    const s = await runHandoff(loaded, deps);
+    // The takeover waits for the root Application Synced at the commit and Healthy: the rest synced with it.
+    expect(s.outcome, s.error).toBe('handed-off');
+    const events = [];
+    for await (const e of readEntries(bed.side.auditLogPath)) events.push(e.statement.predicate);
+    expect(events.map((e) => ('plan' in e ? [e.outcome, e.plan.pull.privilege] : []))).toEqual([
+      ['handed-off', 'cluster-admin'],
+    ]);
+    const admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
+    const rest = bed.side.files['clusters/demo/argocd-rest/install.yaml']!;
+    const objects = parseAllDocuments(rest)
+      .map((d) => d.toJS() as KubeObject)
+      .filter((o) => o?.kind);
+    for (const want of [
+      'Deployment/argocd-server',
+      'Deployment/argocd-dex-server',
+      'Deployment/argocd-notifications-controller',
+      'Deployment/argocd-applicationset-controller',
+      'CustomResourceDefinition/applicationsets.argoproj.io',
+      'ClusterRole/argocd-server',
+      'NetworkPolicy/argocd-server-network-policy',
+    ])
+      expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain(want);
+    // Nothing the push carries is in it twice, and upstream's */*/* controller role is left out.
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).not.toContain(
+      'StatefulSet/argocd-application-controller',
+    );
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).not.toContain(
+      'ClusterRole/argocd-application-controller',
+    );
+    // The plan's Secrets stay push-only: upstream's empty argocd-secret would make Argo CD co-own the pushed one.
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).not.toContain('Secret/argocd-secret');
+    const notOwned: string[] = [];
+    for (const o of objects) {
+      const live = await readObject(admin, {
+        ...o,
+        metadata: {
+          ...o.metadata,
+          ...(o.kind.startsWith('Cluster') || o.kind === 'CustomResourceDefinition' ? {} : { namespace: 'argocd' }),
+        },
+      });
+      const managers = ((live?.metadata.managedFields ?? []) as { manager?: string }[]).map((m) => m.manager);
+      if (!managers.includes('argocd-controller'))
+        notOwned.push(`${o.kind}/${o.metadata.name}: ${live ? managers.join(',') : 'missing'}`);
+    }
+    expect(notOwned).toEqual([]);
   }, 420_000);
 });
 
