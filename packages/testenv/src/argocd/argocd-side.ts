@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import {
   type BedCluster,
   type ControllerSide,
@@ -13,7 +13,7 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
-import { ARGOCD_VERSION, type ArgoCd, ensureArgoCd } from './argocd-build.js';
+import { type ArgoCd, ensureArgoCd } from './argocd-build.js';
 import { type ArgoCdPods, startArgoCdPods } from './argocd-pods.js';
 
 const REPO = 'cluster-config';
@@ -33,8 +33,6 @@ const IN_GIT = [
 ];
 /** The repository credential Secret Argo CD finds by its label (the plan's pull credential). */
 export const ARGOCD_REPO_SECRET = 'cluster-config-repo';
-/** The Secrets the plan pushes from files (never in Git). */
-const PLAN_SECRETS = [ARGOCD_REPO_SECRET, 'argocd-secret', 'argocd-redis'] as const;
 
 /** Options of {@link startArgoCdSide}. */
 export interface StartArgoCdSideOptions extends GitOpsSideOptions {
@@ -131,7 +129,7 @@ async function renderPushAndGit(
   if (clusterAdmin) {
     cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
     // Git carries the rest of upstream's install too, as argocd-autopilot commits it.
-    files[`${GIT_PATH}/argocd-rest/install.yaml`] = restOfInstall(argocd.installPath, pushDir, PLAN_SECRETS);
+    files[`${GIT_PATH}/argocd-rest/install.yaml`] = readFileSync(argocd.restPath, 'utf8');
   }
   const example = join(o.profileDir, 'example', GIT_PATH);
   for (const sub of readdirSync(example))
@@ -146,28 +144,6 @@ async function renderPushAndGit(
  */
 function withoutInclusions(text: string): string {
   return text.replace(/^ {2}resource\.inclusions: \|\n(?: {4}.*\n)+/m, '');
-}
-
-/**
- * Upstream's install.yaml without what the push carries (by kind and name, the plan's Secrets included: upstream's
- * empty `argocd-secret` would make Argo CD co-own the pushed one; the controller's own RBAC is the push's
- * cluster-admin binding, so upstream's `*\/*\/*` ClusterRole and its binding are left out too): argocd-server, dex,
- * notifications, the ApplicationSet CRD and controller, their RBAC, ConfigMaps and Secrets, and the NetworkPolicies.
- */
-function restOfInstall(installPath: string, pushDir: string, planSecrets: readonly string[]): string {
-  const key = (o: { kind?: string; metadata?: { name?: string } } | null) => `${o?.kind}/${o?.metadata?.name}`;
-  const pushed = new Set(
-    readdirSync(pushDir)
-      .filter((f) => f.endsWith('.yaml'))
-      .flatMap((f) => parseAllDocuments(readFileSync(join(pushDir, f), 'utf8')).map((d) => key(d.toJS()))),
-  );
-  for (const name of planSecrets) pushed.add(`Secret/${name}`);
-  pushed.add('ClusterRole/argocd-application-controller');
-  pushed.add('ClusterRoleBinding/argocd-application-controller');
-  const docs = parseAllDocuments(readFileSync(installPath, 'utf8'))
-    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
-    .filter((o) => o?.kind && !pushed.has(key(o)));
-  return `# The rest of Argo CD ${ARGOCD_VERSION}'s manifests/install.yaml (upstream, from the module zip), for a cluster-admin Argo CD.\n${docs.map((o) => stringify(o)).join('---\n')}`;
 }
 
 /** The root Application pointing at this Git server. */

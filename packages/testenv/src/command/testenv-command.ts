@@ -166,7 +166,7 @@ async function buildPinned(o: {
     builds,
     paths: {
       ...(flux ? { fluxCrdsPath: flux.crdsPath } : {}),
-      ...(argocd ? { argocdCrdsPath: argocd.crdsPath } : {}),
+      ...(argocd ? { argocdCrdsPath: argocd.crdsPath, argocdRestOfInstallPath: argocd.restPath } : {}),
     },
   };
 }

@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec, goModuleDir } from '../go-build.js';
 import { cacheRoot, goModulesDir } from '../paths.js';
+import { writeIfChanged } from '../write-if-changed.js';
 
 /**
  * The pinned Flux release. v1.9.6 of both controllers declares `go 1.26.0`; v1.10.x needs Go 1.27, which is not
@@ -108,12 +108,7 @@ export async function ensureFluxControllers(options: EnsureFluxControllersOption
     const [source, kustomize] = builds as [GoBuildResult, GoBuildResult];
     const crdsPath = options.crdsPath ?? DEFAULT_CRDS_PATH;
     const crds = `${GENERATED_HEADER}${(await Promise.all(builds.map(async (b) => (await readFile(join(b.dir, 'crds.yaml'), 'utf8')).trim()))).join('\n---\n')}\n`;
-    if (!existsSync(crdsPath) || (await readFile(crdsPath, 'utf8')) !== crds) {
-      const staging = `${crdsPath}.${process.pid}.tmp`;
-      await mkdir(dirname(crdsPath), { recursive: true });
-      await writeFile(staging, crds);
-      await rename(staging, crdsPath);
-    }
+    await writeIfChanged(crdsPath, crds);
     return {
       sourceController: source.binaries['source-controller']!,
       kustomizeController: kustomize.binaries['kustomize-controller']!,
