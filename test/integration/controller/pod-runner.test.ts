@@ -168,7 +168,8 @@ describe('testenv pod runner for the controller image', () => {
   it('resolves env secretKeyRefs as a kubelet does: CreateContainerConfigError while the Secret or key is missing, then runs with its value', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'baton-secret-env-'));
     const out = join(dir, 'needed');
-    runner = await startPodRunner({
+    // Its own runner: the previous test's (in `runner`, stopped by afterAll) still runs the controller's pod.
+    const secretRunner = await startPodRunner({
       kubeconfigPath: env.cluster.kubeconfigPath,
       imagePrefix: 'example.test/needs-secret',
       // The process writes what it got and stays up, as a container that started would.
@@ -201,7 +202,7 @@ describe('testenv pod runner for the controller image', () => {
         'CreateContainerConfigError for the missing Secret',
         500,
       );
-      expect(runner.pods()).toEqual([]);
+      expect(secretRunner.pods()).toEqual([]);
 
       await putSecret(env.admin, ns, 'needed', { other: 'x' });
       await eventually(
@@ -211,7 +212,7 @@ describe('testenv pod runner for the controller image', () => {
         'CreateContainerConfigError for the missing key',
         500,
       );
-      expect(runner.pods()).toEqual([]);
+      expect(secretRunner.pods()).toEqual([]);
 
       await putSecret(env.admin, ns, 'needed', { other: 'x', value: 'from-the-secret' });
       await eventually(
@@ -220,7 +221,7 @@ describe('testenv pod runner for the controller image', () => {
         'the process to start with the Secret value',
         500,
       );
-      expect(runner.pods().map((p) => p.name)).toEqual([expect.stringMatching(/^needs-secret-/)]);
+      expect(secretRunner.pods().map((p) => p.name)).toEqual([expect.stringMatching(/^needs-secret-/)]);
       // Running and Ready again, as the kubelet reports a container that started: the Deployment becomes Available.
       await eventually(
         async () => (await deploymentState(clients, ns, 'needs-secret')).isAvailable,
@@ -229,8 +230,7 @@ describe('testenv pod runner for the controller image', () => {
         500,
       );
     } finally {
-      await runner.stop();
-      runner = undefined;
+      await secretRunner.stop();
       await rm(dir, { recursive: true, force: true });
     }
   });
