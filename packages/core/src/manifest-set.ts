@@ -375,9 +375,7 @@ function checkSecretReferences(objects: readonly ManifestObject[], violations: V
   const fix =
     'declare it in the plan (push.secrets: a file with its keys; with Pulumi, the pushSecrets input or stack config), or mark the reference optional: true';
   for (const m of objects) {
-    if (m.object.kind !== 'Deployment' && m.object.kind !== 'StatefulSet') continue;
-    const pod = (m.object as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
-    for (const { name, via, key } of requiredSecrets(pod)) {
+    for (const { name, via, key } of requiredSecrets(m.object)) {
       const keys = secrets.get(name);
       if (!keys)
         violations.refuse(
@@ -400,9 +398,7 @@ function checkSecretReferences(objects: readonly ManifestObject[], violations: V
 export function secretsReadByWorkloads(objects: readonly KubeObject[]): { name: string; keys: string[] }[] {
   const out = new Map<string, Set<string>>();
   for (const o of objects) {
-    if (o.kind !== 'Deployment' && o.kind !== 'StatefulSet') continue;
-    const pod = (o as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
-    for (const { name, key } of requiredSecrets(pod)) {
+    for (const { name, key } of requiredSecrets(o)) {
       const keys = out.get(name) ?? new Set<string>();
       if (key) keys.add(key);
       out.set(name, keys);
@@ -411,9 +407,11 @@ export function secretsReadByWorkloads(objects: readonly KubeObject[]): { name: 
   return [...out].map(([name, keys]) => ({ name, keys: [...keys].sort() }));
 }
 
-/** The Secrets (and keys) a pod cannot start without: its non-optional references. */
-function requiredSecrets(pod: PodTemplateSecrets): { name: string; via: string; key?: string }[] {
+/** The Secrets (and keys) a workload's pods cannot start without: their non-optional references (none for other kinds). */
+function requiredSecrets(o: KubeObject): { name: string; via: string; key?: string }[] {
   const out: { name: string; via: string; key?: string }[] = [];
+  if (o.kind !== 'Deployment' && o.kind !== 'StatefulSet') return out;
+  const pod = (o as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
   const need = (ref: { optional?: boolean } | undefined, name: string | undefined, via: string, key?: string) => {
     if (ref && !ref.optional && name) out.push({ name, via, ...(key === undefined ? {} : { key }) });
   };

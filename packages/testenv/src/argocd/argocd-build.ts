@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { chmod, copyFile, readdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmod, copyFile, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec, goModuleDir } from '../go-build.js';
@@ -39,8 +39,8 @@ export interface ArgoCd {
    */
   readonly crdsPath: string;
   /**
-   * Upstream's `manifests/install.yaml` in the module zip (read-only, in the Go module cache): what a cluster-admin
-   * Argo CD applies of its own install from Git after the takeover.
+   * Upstream's `manifests/install.yaml`, copied from the module zip into the build: what a cluster-admin Argo CD
+   * applies of its own install from Git after the takeover.
    */
   readonly installPath: string;
   /**
@@ -100,8 +100,10 @@ function argoCdSpec(): GoBuildSpec {
   };
 }
 
-/** The Secrets the Argo CD plan pushes from files (never in Git, so left out of the rest of the install). */
-const PLAN_SECRETS = ['cluster-config-repo', 'argocd-secret', 'argocd-redis'] as const;
+/** The repository credential Secret Argo CD finds by its label (the plan's pull credential). */
+export const ARGOCD_REPO_SECRET = 'cluster-config-repo';
+/** The Secrets the Argo CD plan pushes from files besides it (`push.secrets`); never in Git. */
+export const ARGOCD_PUSH_SECRETS = ['argocd-secret', 'argocd-redis'] as const;
 
 /**
  * Upstream's install.yaml without what the push carries (by kind and name, the plan's Secrets included: upstream's
@@ -109,10 +111,10 @@ const PLAN_SECRETS = ['cluster-config-repo', 'argocd-secret', 'argocd-redis'] as
  * cluster-admin binding, so upstream's `*\/*\/*` ClusterRole and its binding are left out too): argocd-server, dex,
  * notifications, the ApplicationSet CRD and controller, their RBAC, ConfigMaps and Secrets, and the NetworkPolicies.
  */
-async function restOfInstall(installPath: string, profileDir: string, planSecrets: readonly string[]): Promise<string> {
+function restOfInstall(installPath: string, profileDir: string, planSecrets: readonly string[]): string {
   const key = (o: { kind?: string; metadata?: { name?: string } } | null) => `${o?.kind}/${o?.metadata?.name}`;
   const pushed = new Set(
-    (await readdir(profileDir))
+    readdirSync(profileDir)
       .filter((f) => f.endsWith('.yaml'))
       .flatMap((f) => parseAllDocuments(readFileSync(join(profileDir, f), 'utf8')).map((d) => key(d.toJS()))),
   );
@@ -145,11 +147,13 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
     const crds = `${GENERATED_HEADER}${(await readFile(join(build.dir, 'crds.yaml'), 'utf8')).trim()}\n`;
     await writeIfChanged(crdsPath, crds);
     const binary = build.binaries.argocd!;
-    const moduleDir = await moduleZipDir();
-    await installImageScripts(dirname(binary), moduleDir);
-    const installPath = join(moduleDir, 'manifests', 'install.yaml');
+    const installPath = join(build.dir, 'install.yaml');
+    await fromModuleZip(dirname(binary), installPath);
     const restPath = join(dirname(crdsPath), 'options', 'install-rest.generated.yaml');
-    await writeIfChanged(restPath, await restOfInstall(installPath, dirname(crdsPath), PLAN_SECRETS));
+    await writeIfChanged(
+      restPath,
+      restOfInstall(installPath, dirname(crdsPath), [ARGOCD_REPO_SECRET, ...ARGOCD_PUSH_SECRETS]),
+    );
     return { binary, binDir: dirname(binary), crdsPath, installPath, restPath, version: ARGOCD_VERSION, build };
   })();
   if (!options.cacheDir) {
@@ -163,21 +167,20 @@ export async function ensureArgoCd(options: EnsureArgoCdOptions = {}): Promise<A
 }
 
 /**
- * The pinned module's directory in the Go module cache (its zip is there once the binary is built).
+ * Puts {@link IMAGE_SCRIPTS} from the pinned module zip into `binDir`, as the image does in /usr/local/bin, and
+ * upstream's `manifests/install.yaml` at `installPath`. Done after the build (not in it) so a build cached before
+ * this existed gets them too; the zip is in the module cache then. Runs `go` only when something is missing.
  * @throws BuildError when the module cannot be found (the proxy is unreachable and the cache lost it).
  */
-function moduleZipDir(): Promise<string> {
-  const env = { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: ARGOCD_GO_TOOLCHAIN };
-  return goModuleDir(join(goModulesDir, 'argocd'), MODULE, { env, retry: 'pnpm baton testenv build --argocd' });
-}
-
-/**
- * Puts {@link IMAGE_SCRIPTS} from the pinned module zip (`dir`) into `binDir`, as the image does in /usr/local/bin. Done after
- * the build (not in it) so a build cached before this existed gets them too; the zip is in the module cache then.
- * @throws BuildError when the module cannot be found (the proxy is unreachable and the cache lost it).
- */
-async function installImageScripts(binDir: string, dir: string): Promise<void> {
+async function fromModuleZip(binDir: string, installPath: string): Promise<void> {
   const missing = IMAGE_SCRIPTS.filter((f) => !existsSync(join(binDir, f)));
+  if (missing.length === 0 && existsSync(installPath)) return;
+  const env = { ...process.env, GOFLAGS: '-mod=readonly', GOTOOLCHAIN: ARGOCD_GO_TOOLCHAIN };
+  const dir = await goModuleDir(join(goModulesDir, 'argocd'), MODULE, {
+    env,
+    retry: 'pnpm baton testenv build --argocd',
+  });
+  await writeIfChanged(installPath, await readFile(join(dir, 'manifests', 'install.yaml'), 'utf8'));
   for (const f of missing) {
     const staging = join(binDir, `.${f}.${process.pid}`);
     await copyFile(join(dir, 'hack', f), staging);

@@ -13,7 +13,10 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
-import { type ArgoCd, ensureArgoCd } from './argocd-build.js';
+import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
+
+export { ARGOCD_REPO_SECRET } from './argocd-build.js';
+
 import { type ArgoCdPods, startArgoCdPods } from './argocd-pods.js';
 
 const REPO = 'cluster-config';
@@ -31,8 +34,6 @@ const IN_GIT = [
   '40-workloads.yaml',
   '50-root.yaml',
 ];
-/** The repository credential Secret Argo CD finds by its label (the plan's pull credential). */
-export const ARGOCD_REPO_SECRET = 'cluster-config-repo';
 
 /** Options of {@link startArgoCdSide}. */
 export interface StartArgoCdSideOptions extends GitOpsSideOptions {
@@ -168,10 +169,7 @@ function argoCdPlan(
       profile: 'argocd',
       manifests: './push',
       budgetSeconds: 300,
-      secrets: [
-        { name: 'argocd-secret', fromFile: './argocd-secret.yaml' },
-        { name: 'argocd-redis', fromFile: './argocd-redis.yaml' },
-      ],
+      secrets: ARGOCD_PUSH_SECRETS.map((name) => ({ name, fromFile: `./${name}.yaml` })),
     },
     pull: {
       credential: {
