@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { createHandoffDeps, createLogger, type HandoffDeps, type LoadedPlan } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import { type ApiserverAuditEvent, apiserverRequestsBy } from '@baton/testenv';
@@ -79,6 +80,11 @@ export function bootstrapMints(auditLogPath: string, sinceMs = 0): ApiAuditEvent
 
 /** The CLI's entry point, run from source. */
 export const CLI = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url));
+
+/** Runs `baton <args>` from source; rejects (with stdout, stderr and code) on a non-zero exit. */
+export function runBaton(args: readonly string[]): Promise<{ stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
+}
 
 /** Starts `baton up` and kills it with SIGKILL once the push has started (the credential is live, objects applying). */
 export async function killDuringPush(planPath: string): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {

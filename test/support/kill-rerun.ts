@@ -9,10 +9,10 @@ import type { HandoffSummary } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
 import type { ControllerSide, HandoffBed } from '@baton/testenv';
 import { expect } from 'vitest';
-import { bootstrapMints, CLI, JWT_PATTERN, killDuringPush } from './handoff-run.js';
+import { bootstrapMints, JWT_PATTERN, killDuringPush, runBaton } from './handoff-run.js';
 import { adminClients, confinementsLeft } from './kube.js';
 
-const execFileAsync = promisify(execFile);
+const _execFileAsync = promisify(execFile);
 
 /**
  * Kills `baton up --plan` with SIGKILL once it is pushing, runs it again, and asserts that the second run handed off,
@@ -29,17 +29,7 @@ export async function expectKillMidPushThenHandOff(
   const killedRunId = /"runId":"([^"]+)"/.exec(killed.stderr)?.[1] ?? '';
   expect((await findBootstrapLeftovers(admin, 'baton-system')).map((l) => l.runId)).toEqual([killedRunId]);
 
-  const { stdout, stderr } = await execFileAsync(process.execPath, [
-    '--conditions=@baton/source',
-    '--import',
-    'tsx',
-    CLI,
-    'up',
-    '--plan',
-    bed.side.planPath,
-    '-o',
-    'json',
-  ]);
+  const { stdout, stderr } = await runBaton(['up', '--plan', bed.side.planPath, '-o', 'json']);
   const s = JSON.parse(stdout) as HandoffSummary;
   expect(s.outcome, s.error).toBe('handed-off');
   expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);

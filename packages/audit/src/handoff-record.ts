@@ -16,15 +16,25 @@ export const StepNameSchema = z
   .describe(`handoff step, one of ${HANDOFF_STEPS.join(', ')} (or a later step)`);
 
 /** How a handoff ended. */
-export const HandoffOutcome = { handedOff: 'handed-off', failed: 'failed', aborted: 'aborted' } as const;
-/** How a handoff ended: `handed-off`, `failed` or `aborted`. */
+export const HandoffOutcome = {
+  handedOff: 'handed-off',
+  failed: 'failed',
+  aborted: 'aborted',
+  tampered: 'tampered',
+} as const;
+/**
+ * How a handoff ended: `handed-off`, `failed`, `aborted`, or `tampered` (the post-close check found pushed objects
+ * rewritten during the push window; `tampering` says what and how it was repaired or stopped).
+ */
 export type HandoffOutcome = (typeof HandoffOutcome)[keyof typeof HandoffOutcome];
 
 /** The cluster a handoff ran against. */
 export const ClusterSchema = z.strictObject({
   name: Name.describe('cluster name as the fleet knows it; the CloudEvent subject is cluster/<name>'),
   server: z.url({ protocol: /^https?$/ }).describe('API server URL'),
-  caFingerprint: Sha256Digest.describe('SHA-256 of the API server CA certificate (DER)'),
+  caFingerprint: Sha256Digest.optional().describe(
+    'SHA-256 of the API server CA certificate (DER); absent when the kubeconfig names no CA (the system trust store)',
+  ),
 });
 
 /** Who ran the handoff and from where. */
@@ -167,6 +177,48 @@ export const RevocationSchema = z.strictObject({
   }),
 });
 
+/** One pushed object the post-close check found different from the plan: its fields, never a value. */
+export const TamperedObjectSchema = z.strictObject({
+  object: z.string().min(1).max(400).describe('Kind/namespace/name'),
+  fields: z.array(z.string().min(1).max(300)).max(16).describe('the differing fields (data[password], spec.replicas)'),
+});
+
+/**
+ * What the post-close check found and what the run did about it: the planned values pushed again by a second,
+ * confined, short-lived identity and verified, and the pushed workloads restarted on them (`repaired`); or, when that
+ * could not be verified, the workloads and the tampered Secrets deleted (`stopped`).
+ */
+export const TamperingSchema = z.strictObject({
+  detectedBy: StepNameSchema.describe('the step that found it: post-close-check'),
+  detectedAt: Timestamp,
+  objects: z.array(TamperedObjectSchema).min(1).max(64),
+  repair: z
+    .strictObject({
+      outcome: z.enum(['repaired', 'stopped']),
+      runId: z.string().max(128).describe('the repair identity is named for it (baton-bootstrap-<runId>)'),
+      credential: z
+        .strictObject({
+          subject: Name,
+          fingerprint: Sha256Digest,
+          issuedAt: Timestamp,
+          revokedAt: Timestamp.nullable(),
+          writeWindowSeconds: z.number().nonnegative().optional(),
+          tokenReviewAuthenticated: z.boolean().optional(),
+        })
+        .optional()
+        .describe('the repair identity, absent when none was minted'),
+      policyName: Name.optional().describe('the repair confinement'),
+      repushed: z.array(z.string().max(400)).max(64).describe('objects pushed again with their planned values'),
+      verifiedAt: Timestamp.optional().describe('when the post-close check found the repushed objects as planned'),
+      restarted: z.array(z.string().max(400)).max(64).describe('workloads whose pods were replaced after the repair'),
+      stopped: z.array(z.string().max(400)).max(64).describe('objects deleted because the repair was not verified'),
+      repairSeconds: z.number().nonnegative().describe('from detection to a verified repair with restarted workloads'),
+      error: z.string().max(2000).optional().describe('why the repair was not verified'),
+    })
+    .optional()
+    .describe('absent when the repair did not run (the record error says why)'),
+});
+
 /** Seconds a credential was usable: from issue to the earlier of revocation and expiry. */
 export function credentialLiveSeconds(c: { issuedAt: string; expiresAt: string; revokedAt: string | null }): number {
   const end = Math.min(
@@ -188,7 +240,7 @@ export const HandoffRecordSchema = z
       .describe('unique id of the handoff run; the CloudEvent id'),
     cluster: ClusterSchema,
     actor: ActorSchema,
-    outcome: z.enum([HandoffOutcome.handedOff, HandoffOutcome.failed, HandoffOutcome.aborted]),
+    outcome: z.enum([HandoffOutcome.handedOff, HandoffOutcome.failed, HandoffOutcome.aborted, HandoffOutcome.tampered]),
     failedStep: StepNameSchema.optional().describe('the step that failed or was aborted'),
     error: z.string().max(2000).optional().describe('secret-free reason for a failed or aborted run'),
     startedAt: Timestamp,
@@ -200,6 +252,7 @@ export const HandoffRecordSchema = z
     ),
     readiness: ReadinessSchema.optional().describe('absent when the controller never became ready'),
     revocation: RevocationSchema.optional().describe('absent when the run ended before revocation'),
+    tampering: TamperingSchema.optional().describe('present exactly when the outcome is tampered'),
     stepDurationsMs: z
       .record(StepNameSchema, z.number().int().nonnegative())
       .describe('milliseconds each step took, in the order they ran'),
@@ -219,9 +272,12 @@ type IssueAt = (path: PropertyKey[], message: string) => void;
 
 /** A handed-off run has a credential, readiness and a proven revocation; any other outcome names its failed step. */
 function checkOutcome(
-  r: Pick<HandoffRecord, 'outcome' | 'failedStep' | 'credential' | 'readiness' | 'revocation'>,
+  r: Pick<HandoffRecord, 'outcome' | 'failedStep' | 'credential' | 'readiness' | 'revocation' | 'tampering'>,
   issue: IssueAt,
 ): void {
+  if ((r.outcome === HandoffOutcome.tampered) !== (r.tampering !== undefined)) {
+    issue(['tampering'], r.tampering ? 'must be absent unless the outcome is tampered' : 'is required when tampered');
+  }
   if (r.outcome !== HandoffOutcome.handedOff) {
     if (r.failedStep === undefined) issue(['failedStep'], `is required when the outcome is ${r.outcome}`);
     return;

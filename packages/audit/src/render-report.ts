@@ -1,6 +1,6 @@
 import type { FleetRunSummary, HandoffSummary, ReportModel } from './report-model.js';
 
-const OUTCOME_COLOR = { 'handed-off': '#2e7d32', failed: '#c62828', aborted: '#ef8f00' } as const;
+const OUTCOME_COLOR = { 'handed-off': '#2e7d32', failed: '#c62828', aborted: '#ef8f00', tampered: '#6a1b9a' } as const;
 const TIMELINE_ROWS = 24;
 const WINDOW_ROWS = 40;
 

@@ -6,7 +6,7 @@ export interface HandoffSummary {
   readonly index: number;
   readonly runId: string;
   readonly cluster: string;
-  readonly outcome: 'handed-off' | 'failed' | 'aborted';
+  readonly outcome: 'handed-off' | 'failed' | 'aborted' | 'tampered';
   readonly failedStep: string | undefined;
   readonly error: string | undefined;
   readonly actor: string;
@@ -138,7 +138,7 @@ export class ReportBuilder {
     };
     this.#totals.handoffs++;
     if (r.outcome === 'handed-off') this.#totals.handedOff++;
-    else if (r.outcome === 'failed') this.#totals.failed++;
+    else if (r.outcome === 'failed' || r.outcome === 'tampered') this.#totals.failed++;
     else this.#totals.aborted++;
     const c = this.#clusters.get(summary.cluster) ?? {
       handoffs: 0,

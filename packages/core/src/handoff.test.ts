@@ -72,6 +72,9 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
     },
     revoke: step('revoke', 'enterSafely'),
     prove: step('prove', 'enterSafely'),
+    repair: async (r) => {
+      if (r.tampering) await step('repair', 'enterSafely')(r);
+    },
     record: step('record', 'enterSafely'),
     summarize: (r) => ({ outcome: r.outcome(), failedStep: r.blamedStep(), error: r.error() }) as HandoffSummary,
   };

@@ -5,6 +5,7 @@ import { prove, revoke } from './handoff/ending.js';
 import { checkCluster, type HeldLock, holdLock } from './handoff/preflight.js';
 import { awaitTakeover, push } from './handoff/pushing.js';
 import { finalSummary, recordRun } from './handoff/record.js';
+import { repair } from './handoff/repair.js';
 import { HandoffRun, safeError } from './handoff/run.js';
 import { type HandoffDeps, HandoffStep, type HandoffSummary } from './handoff/types.js';
 import type { LoadedPlan } from './handoff-plan.js';
@@ -21,9 +22,11 @@ export interface HandoffSteps {
   readonly scopeCheck: (run: HandoffRun) => Promise<void>;
   readonly push: (run: HandoffRun) => Promise<void>;
   readonly takeover: (run: HandoffRun) => Promise<void>;
-  /** Revoke, prove and record never throw: what they could not do is noted on the run. */
+  /** Revoke, prove, repair and record never throw: what they could not do is noted on the run. */
   readonly revoke: (run: HandoffRun) => Promise<void>;
   readonly prove: (run: HandoffRun) => Promise<void>;
+  /** Only when the post-close check found a rewrite: push the planned values again and restart, or stop. */
+  readonly repair: (run: HandoffRun) => Promise<void>;
   readonly record: (run: HandoffRun) => Promise<void>;
   readonly summarize: (run: HandoffRun) => HandoffSummary;
 }
@@ -39,6 +42,7 @@ export const HANDOFF_STEPS: HandoffSteps = {
   takeover: awaitTakeover,
   revoke,
   prove,
+  repair,
   record: async (run) => {
     await run.enterSafely(HandoffStep.record);
     await recordRun(run);
@@ -48,8 +52,8 @@ export const HANDOFF_STEPS: HandoffSteps = {
 
 /**
  * Runs one handoff:
- * validate → preflight (+lock) → cleanup → confine → mint → scope check → push (+close) → takeover →
- * revoke → prove → record.
+ * validate → preflight (+lock) → cleanup → confine → mint → scope check → push (+close, post-close check) →
+ * takeover → revoke → prove → (repair, only after a rewrite the post-close check found) → record.
  * Whatever ends the pushing part (success, failure, timeout, push-window budget, abort signal, exception, a journal
  * that cannot be written), revoke, prove and record run after it, and one `finally` releases the lock and journals
  * the end. Libraries throw; the summary says how the run ended.
@@ -116,11 +120,15 @@ async function pushingPart(run: HandoffRun, steps: HandoffSteps): Promise<Handof
   return undefined;
 }
 
-/** Revoke, prove and record: on every path, with the operator's credential, each whatever the one before did. */
+/**
+ * Revoke, prove, repair and record: on every path, with the operator's credential, each whatever the one before did.
+ * The repair comes after the proof: a thief's token for the first identity is dead by then.
+ */
 async function endingPart(run: HandoffRun, steps: HandoffSteps): Promise<HandoffSummary> {
   for (const [name, step] of [
     ['revoke', steps.revoke],
     ['prove', steps.prove],
+    ['repair', steps.repair],
     ['record', steps.record],
   ] as const) {
     // They note what they could not do and do not throw; a bug that does must not skip the next one.

@@ -16,7 +16,9 @@ export type {
   HandoffDeps,
   HandoffResultOutcome,
   HandoffSummary,
+  RepairSummary,
   ResumedRun,
+  TamperingSummary,
 } from './handoff/types.js';
 export { HandoffStep } from './handoff/types.js';
 export { runHandoff } from './handoff.js';

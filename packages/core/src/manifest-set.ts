@@ -471,7 +471,7 @@ function controllerImageOf(
  * digest whatever the key order of their YAML. (Before issue 18 it hashed JSON.stringify in YAML key order; events
  * recorded then keep their digest as a signed value: verification checks signatures and the log, never recomputes it.)
  */
-function setDigest(ordered: readonly ManifestObject[]): string {
+export function setDigest(ordered: readonly ManifestObject[]): string {
   // Secret values never enter the digest (a hash of a short password can be guessed offline): keys only.
   const digestable = ordered.map((m) =>
     m.object.kind === 'Secret' ? { ...m.object, data: secretKeys(m.object), stringData: undefined } : m.object,

@@ -4,6 +4,8 @@ import { type Clock, pollUntil } from './clock.js';
 /** Options of {@link pushManifests}. */
 export interface PushOptions {
   readonly fieldManager: string;
+  /** Take the fields from other managers (a repair pushes over a rewrite). @default false */
+  readonly force?: boolean;
   readonly clock: Clock;
   readonly signal: AbortSignal;
   /** How long a CRD of the set may take to become Established, in ms. @default 60000 */
@@ -53,6 +55,10 @@ export async function pushManifests(
       );
       established.add(o.kind);
     }
-    await serverSideApply(bootstrap, [o], { fieldManager: options.fieldManager, signal: options.signal });
+    await serverSideApply(bootstrap, [o], {
+      fieldManager: options.fieldManager,
+      force: options.force ?? false,
+      signal: options.signal,
+    });
   }
 }

@@ -5,6 +5,7 @@ export const ErrorCode = {
   timeout: 'timeout',
   revocation: 'revocation',
   confinement: 'confinement',
+  tampered: 'tampered',
   auditVerify: 'audit-verify',
   process: 'process',
   build: 'build',
@@ -59,10 +60,14 @@ export class TimeoutError extends BatonError {
   }
 }
 
-/** A credential could not be revoked, or its revocation could not be proven. */
-export class RevocationError extends BatonError {
+/**
+ * The post-close check found pushed objects that differ from the plan: someone holding the bootstrap credential wrote
+ * them during the push window. The run branches on it: it repairs them under a fresh confined credential, or stops
+ * the workloads. `details.objects` names each object and its fields, never a value.
+ */
+export class TamperingError extends BatonError {
   constructor(message: string, options: BatonErrorOptions = {}) {
-    super(ErrorCode.revocation, message, options);
+    super(ErrorCode.tampered, message, options);
   }
 }
 

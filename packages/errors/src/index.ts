@@ -9,6 +9,6 @@ export {
   isBatonError,
   KubeApiError,
   ProcessError,
-  RevocationError,
+  TamperingError,
   TimeoutError,
 } from './baton-error.js';

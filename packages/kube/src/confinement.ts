@@ -480,14 +480,31 @@ export interface ConfinementProbe {
 
 /**
  * Asks the API server, as the confined identity, to create (dry run: nothing is stored) an object the plan does not
- * contain but RBAC allows (a ServiceAccount in `namespace`), and reports whether the confinement denied it: the
- * denial must name the policy and the plan digest, so an RBAC 403 or another policy does not count.
+ * contain but RBAC allows, and reports whether the confinement denied it: the denial must name the policy and the plan
+ * digest, so an RBAC 403 or another policy does not count. The probe is a ServiceAccount in `namespace` (every install
+ * set creates one), or `like` renamed: a set without a ServiceAccount (a repair's) probes with one of its own kinds,
+ * which its rules allow to create (`create` cannot be limited by name).
  * @throws {KubeApiError} on a transport failure.
  */
-export function probeConfinement(confined: KubeClients, c: Confinement, namespace: string): Promise<ConfinementProbe> {
+export function probeConfinement(
+  confined: KubeClients,
+  c: Confinement,
+  namespace: string,
+  like?: KubeObject,
+): Promise<ConfinementProbe> {
   const name = `${c.name}-probe`.slice(0, 63).replace(/-+$/, '');
-  const probe: KubeObject = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } };
+  const probe: KubeObject = like
+    ? probeLike(like, name)
+    : { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } };
   return deniedBy(c, c.planDigest, () => confined.objects.create(probe, undefined, 'All', c.fieldManager));
+}
+
+// A valid object of `o`'s kind under another name; a Secret without its values (none need to travel for a probe).
+function probeLike(o: KubeObject, name: string): KubeObject {
+  const metadata = { name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
+  if (o.kind === 'Secret')
+    return { apiVersion: o.apiVersion, kind: o.kind, metadata, type: (o as { type?: string }).type ?? 'Opaque' };
+  return { ...o, metadata };
 }
 
 /**

@@ -7,6 +7,8 @@ import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFro
 export interface ExpectedObjectsOptions {
   /** The field manager the push applies with. */
   readonly fieldManager: string;
+  /** Whether the push takes the fields from other managers (a repair does: someone rewrote them). @default false */
+  readonly force?: boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -32,7 +34,7 @@ export async function expectedObjects(
   for (const o of objects.filter((x) => INSTALL_KINDS[x.kind])) {
     options.signal?.throwIfAborted();
     const answer = await kubeCall(`dry-run server-side apply of ${describeObject(o)}`, () =>
-      operator.rest.apply(o, { fieldManager: options.fieldManager, dryRun: true }),
+      operator.rest.apply(o, { fieldManager: options.fieldManager, dryRun: true, force: options.force ?? false }),
     );
     stored.set(o, answer);
   }

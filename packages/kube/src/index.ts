@@ -65,3 +65,14 @@ export type { ServerSideApplyOptions } from './server-side-apply.js';
 export { readObject, serverSideApply } from './server-side-apply.js';
 export type { TokenReviewResult } from './token-review.js';
 export { probeToken, reviewToken } from './token-review.js';
+export type { RestartState, WorkloadRef } from './workload-pods.js';
+export {
+  deleteWorkload,
+  deleteWorkloadPods,
+  describeWorkload,
+  restartState,
+  selectedPods,
+  WORKLOAD_KINDS,
+  workloadSelector,
+  workloadsOf,
+} from './workload-pods.js';

@@ -50,7 +50,7 @@ export async function checkPushedObjects(
   const lives = await Promise.all(
     objects.map((o) => {
       options.signal?.throwIfAborted();
-      return readObject(reader, o.expected);
+      return readObject(reader, o.expected, options.signal);
     }),
   );
   objects.forEach((o, i) => {

@@ -36,12 +36,13 @@ export async function serverSideApply(
 export async function readObject(
   clients: KubeClients,
   ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>,
+  signal?: AbortSignal,
 ): Promise<KubeObject | undefined> {
   const metadata = {
     name: ref.metadata.name,
     ...(ref.metadata.namespace ? { namespace: ref.metadata.namespace } : {}),
   };
   return kubeCall(`read ${describeObject(ref)}`, () =>
-    clients.rest.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata }),
+    clients.rest.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata }, signal),
   );
 }

@@ -12,6 +12,7 @@ export const STEP_ORDER = [
   'takeover',
   'revoke',
   'prove',
+  'repair',
   'record',
 ] as const;
 

@@ -65,7 +65,12 @@ class HandoffRun extends pulumi.CustomResource {
 export class Handoff extends pulumi.ComponentResource {
   /** Everything the handoff left (secret-free). */
   declare readonly receipt: pulumi.Output<HandoffReceipt>;
-  /** `handed-off`, or `already-handed-off` when the cluster already pulled the declared revision. */
+  /**
+   * `handed-off`, or `already-handed-off` when the cluster already pulled the declared revision. Never `tampered`: a
+   * run whose post-close check found a rewrite fails the update (error code `tampered`) even after a verified repair,
+   * so the state never claims a clean handoff; a later `pulumi up` hands off (pushing only what the controller does
+   * not own) and fills these outputs.
+   */
   declare readonly outcome: pulumi.Output<string>;
   declare readonly runId: pulumi.Output<string>;
   /** The Git commit the controller took over at. */

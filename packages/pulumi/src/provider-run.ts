@@ -48,7 +48,11 @@ export async function runProviderHandoff(
   return withLoadedPlan(inputs, false, async (loaded) => {
     const summary = await (options.run ?? ((l, i) => realRun(l, i, options.timings ?? {})))(loaded, inputs);
     const ok = summary.outcome === 'handed-off' || (summary.outcome === 'already-handed-off' && !summary.error);
-    if (!ok) throw new BatonError(ErrorCode.process, failureMessage(summary), { details: { runId: summary.runId } });
+    // The handoff's own code (tampered, timeout, confinement …): the engine shows it, and a program can branch on it.
+    if (!ok)
+      throw new BatonError(summary.errorCode ?? ErrorCode.internal, failureMessage(summary), {
+        details: { runId: summary.runId, outcome: summary.outcome },
+      });
     const declared = loaded.plan.pull.source.revision;
     if (summary.outcome === 'already-handed-off' && declared !== undefined && summary.revision !== declared) {
       // The state must not claim a revision the cluster does not pull (e.g. `--replace` with a new gitRevision).

@@ -152,6 +152,24 @@ describe('the dynamic provider', () => {
     expect(message).toContain('audit event 20261201182400-abc123 at index 3');
     expect(message).not.toContain('\n');
     expect(message).not.toContain(PASSWORD);
+    // The handoff's own code, not one meant for child processes.
+    expect((err as BatonError).code).toBe('internal');
+  });
+
+  it("fails a tampered run, even a repaired one, with the handoff's own error code", async () => {
+    const tampered = summary({
+      outcome: 'tampered',
+      failedStep: 'post-close-check',
+      error: 'post-close check: 1 pushed object(s) differ from the plan; repaired in 20 s',
+      errorCode: 'tampered',
+    });
+    const err = await runProviderHandoff(inputs(), { run: async () => tampered }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BatonError);
+    expect((err as BatonError).code).toBe('tampered');
+    expect((err as Error).message).toContain('ended tampered at step post-close-check');
+    const timedOut = summary({ outcome: 'failed', failedStep: 'takeover', error: 'x', errorCode: 'timeout' });
+    const e2 = await runProviderHandoff(inputs(), { run: async () => timedOut }).catch((e: unknown) => e);
+    expect((e2 as BatonError).code).toBe('timeout');
   });
 
   it('refuses to record a declared revision that a cluster handed off earlier does not pull', async () => {

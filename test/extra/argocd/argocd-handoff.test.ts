@@ -12,15 +12,23 @@ import {
   probeToken,
   readObject,
 } from '@baton/kube';
-import { type ArgoCd, type ArgoCdSide, ensureArgoCd, type HandoffBed, startArgoCdBed } from '@baton/testenv';
+import {
+  ARGOCD_REPO_SECRET,
+  type ArgoCd,
+  type ArgoCdSide,
+  ensureArgoCd,
+  type HandoffBed,
+  startArgoCdBed,
+} from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
 import { fleetUp, writeFleetFile } from '../../support/fleet-env.js';
-import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { auditEventsBy, JWT_PATTERN, runBaton, testHandoffDeps } from '../../support/handoff-run.js';
 import { expectKillMidPushThenHandOff } from '../../support/kill-rerun.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
+import { expectRewriteRepaired } from '../../support/tamper-repair.js';
 
 // Not in `.ci/run`: Argo CD's cold build (13–17 min on 2 cores) does not fit in the cold run's 75 minutes, so these
 // run with `pnpm test:argocd` (issue 19).
@@ -31,7 +39,7 @@ import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
 // the revocation proven. Takeover is the profile's rules (rules/profile.yaml).
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const ARGOCD_DIR = join(ROOT, 'bootstrap-manifests/argocd');
-const execFileAsync = promisify(execFile);
+const _execFileAsync = promisify(execFile);
 
 let argocd: ArgoCd;
 
@@ -307,17 +315,7 @@ describe('a handoff to real Argo CD, attacked with a stolen bootstrap token duri
     expect(e.plan.push.profileDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(e.plan.pull.privilege).toBe('scoped');
     expect(e.plan.push.controller.image).toBe('quay.io/argoproj/argocd:v3.6.1');
-    const { stdout } = await execFileAsync(process.execPath, [
-      '--conditions=@baton/source',
-      '--import',
-      'tsx',
-      CLI,
-      'audit',
-      'verify',
-      bed.side.auditLogPath,
-      '--keys',
-      bed.side.keysPath,
-    ]);
+    const { stdout } = await runBaton(['audit', 'verify', bed.side.auditLogPath, '--keys', bed.side.keysPath]);
     expect(stdout).toMatch(/verified|ok/i);
   });
 
@@ -509,6 +507,24 @@ describe('an Argo CD that cannot read Git', () => {
     expect(await findBootstrapLeftovers(admin, 'baton-system')).toEqual([]);
     expect(await confinementsLeft(adminClients(bed.kubeconfigPath))).toEqual([]);
   }, 300_000);
+});
+
+describe('a repository Secret and argocd-secret rewritten during the push window (issue 29)', () => {
+  const bed = useBed();
+
+  it('are pushed again by a second confined identity, every Argo CD pod restarted on them; tampered, then a rerun hands off', async () => {
+    await expectRewriteRepaired(bed(), {
+      secrets: [
+        { namespace: 'argocd', name: ARGOCD_REPO_SECRET },
+        { namespace: 'argocd', name: 'argocd-secret' },
+      ],
+      workloads: [
+        { kind: 'Deployment', namespace: 'argocd', name: 'argocd-redis' },
+        { kind: 'Deployment', namespace: 'argocd', name: 'argocd-repo-server' },
+        { kind: 'StatefulSet', namespace: 'argocd', name: 'argocd-application-controller' },
+      ],
+    });
+  }, 600_000);
 });
 
 describe('kill -9 mid-push to Argo CD', () => {

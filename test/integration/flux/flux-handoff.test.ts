@@ -25,20 +25,21 @@ import { recordCompatMetrics } from '../../support/compat.js';
 import {
   auditEventsBy,
   bootstrapMints,
-  CLI,
   JWT_PATTERN,
   killDuringPush,
+  runBaton,
   testHandoffDeps,
 } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
+import { expectRewriteRepaired } from '../../support/tamper-repair.js';
 
 // A handoff to real Flux (source-controller + kustomize-controller built from Go modules) through baton's engine:
 // the confined bootstrap credential pushes bootstrap-manifests/flux, Flux takes over from a real Git server, the
 // credential is revoked and the revocation proven. Takeover is the profile's rules (rules/profile.yaml).
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const FLUX_DIR = join(ROOT, 'bootstrap-manifests/flux');
-const execFileAsync = promisify(execFile);
+const _execFileAsync = promisify(execFile);
 
 type Condition = { type: string; status: string; message?: string };
 
@@ -150,17 +151,7 @@ describe('a handoff to real Flux', () => {
     expect(e.plan.push.controller.imageDigest).toBe(
       'sha256:2ebeaa341da77d52b6abbbba5efcee0450d47f8b42f0e6f33b08f9020262d606',
     );
-    const { stdout } = await execFileAsync(process.execPath, [
-      '--conditions=@baton/source',
-      '--import',
-      'tsx',
-      CLI,
-      'audit',
-      'verify',
-      bed.side.auditLogPath,
-      '--keys',
-      bed.side.keysPath,
-    ]);
+    const { stdout } = await runBaton(['audit', 'verify', bed.side.auditLogPath, '--keys', bed.side.keysPath]);
     expect(stdout).toMatch(/verified|ok/i);
   });
 
@@ -274,17 +265,7 @@ describe('kill -9 mid-push', () => {
     const killedRunId = /"runId":"([^"]+)"/.exec(killed.stderr)?.[1] ?? '';
     expect((await findBootstrapLeftovers(admin, 'baton-system')).map((l) => l.runId)).toEqual([killedRunId]);
 
-    const { stdout, stderr } = await execFileAsync(process.execPath, [
-      '--conditions=@baton/source',
-      '--import',
-      'tsx',
-      CLI,
-      'up',
-      '--plan',
-      bed.side.planPath,
-      '-o',
-      'json',
-    ]);
+    const { stdout, stderr } = await runBaton(['up', '--plan', bed.side.planPath, '-o', 'json']);
     const s = JSON.parse(stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('handed-off');
     expect(s.leftoversRemoved).toContain(`Secret/baton-system/baton-bootstrap-${killedRunId}`);
@@ -306,6 +287,27 @@ describe('kill -9 mid-push', () => {
     expect(new Set(events.map((e) => e.credential?.fingerprint)).size).toBe(2);
     expect(readFileSync(bed.side.auditLogPath, 'utf8')).not.toContain(bed.side.git.credentials.password);
   }, 420_000);
+});
+
+describe('a Secret rewritten during the push window (issue 29)', () => {
+  let bed: HandoffBed<FluxSide>;
+  beforeAll(async () => {
+    bed = await startBed();
+  }, 300_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('is pushed again by a second confined identity and both controllers restarted on it; tampered, then a rerun hands off', async () => {
+    await expectRewriteRepaired(bed, {
+      secrets: [{ namespace: 'flux-system', name: 'flux-system' }],
+      workloads: [
+        { kind: 'Deployment', namespace: 'flux-system', name: 'source-controller' },
+        { kind: 'Deployment', namespace: 'flux-system', name: 'kustomize-controller' },
+      ],
+    });
+  }, 600_000);
 });
 
 describe("through `pulumi up` (stacks/local with profile flux: controllers.of('flux'), as controllers.flux() gives)", () => {

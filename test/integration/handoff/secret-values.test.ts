@@ -11,7 +11,8 @@ import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
 // requests a second one for the run's ServiceAccount), during the push, read the pull Secret and rewrite its value
 // the moment the push has stored it. The read must be refused (the identity holds no `get` on Secrets); the rewrite
 // is either refused (the window already closed) or admitted, and then the post-close check, reading with the
-// operator's credential, finds it: the run fails closed naming the Secret, revoked and proven, no handed-off receipt.
+// operator's credential, finds it: the run ends tampered naming the Secret, revoked and proven, the planned value
+// pushed again (tamper-repair.test.ts freezes the run to make the rewrite certain and asserts the repair in full).
 const NS = 'baton-system';
 const PULL = 'baton-pull-credential';
 const PASSWORD = 'attacker-password-5c2e91';
@@ -89,11 +90,15 @@ describe('a leaked bootstrap token can neither read nor change a planned Secret 
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     const receipt = await readReceipt(operator, NS);
     if (rewrite.status === 200) {
-      expect(summary.outcome).toBe('failed');
+      // Caught and repaired (issue 29): tampered, never handed-off; the planned value is back in the cluster.
+      expect(summary.outcome).toBe('tampered');
       expect(summary.error).toContain('post-close check');
       expect(summary.error).toContain(`Secret/${NS}/${PULL} (data[`);
-      expect(receipt?.outcome).not.toBe('handed-off');
+      expect(summary.tampering?.repair?.outcome).toBe('repaired');
+      expect(receipt?.outcome).toBe('tampered');
       expect(summary.audit).toBeDefined();
+      const held = await admin.core.readNamespacedSecret({ namespace: NS, name: PULL });
+      expect(Object.values(held.data ?? {})).not.toContain(Buffer.from(PASSWORD).toString('base64'));
     } else {
       expect(summary.outcome, summary.error).toBe('handed-off');
       const held = await admin.core.readNamespacedSecret({ namespace: NS, name: PULL });

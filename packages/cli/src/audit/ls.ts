@@ -50,7 +50,12 @@ export function lsCommand() {
     .argument('<log>', 'audit log (.jsonl)')
     .option('--cluster <name>', 'only this cluster')
     .addOption(
-      new Option('--outcome <outcome>', 'only this outcome').choices(['handed-off', 'failed', 'aborted'] as const),
+      new Option('--outcome <outcome>', 'only this outcome').choices([
+        'handed-off',
+        'failed',
+        'aborted',
+        'tampered',
+      ] as const),
     )
     .option('--since <time>', 'finished at or after (RFC 3339, or an age like 24h, 7d)', timeArg('--since'))
     .option('--until <time>', 'finished before (RFC 3339, or an age like 24h, 7d)', timeArg('--until'))

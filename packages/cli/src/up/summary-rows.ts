@@ -15,6 +15,18 @@ export function summaryRows(s: HandoffSummary): { field: string; value: string }
         ? `completed run ${s.resumed.runId ?? '(unknown)'}, killed after the takeover; nothing minted or pushed; ${s.resumed.note}`
         : undefined,
     ],
+    [
+      'tampered',
+      s.tampering
+        ? `${s.tampering.objects.map((o) => `${o.object} (${o.fields.join(', ')})`).join('; ')} found by the ${s.tampering.detectedBy}`
+        : undefined,
+    ],
+    [
+      'repair',
+      s.tampering?.repair
+        ? `${s.tampering.repair.outcome} in ${s.tampering.repair.repairSeconds} s: pushed again ${s.tampering.repair.repushed.join(', ') || 'nothing'}; restarted ${s.tampering.repair.restarted.join(', ') || 'nothing'}${s.tampering.repair.stopped.length > 0 ? `; deleted ${s.tampering.repair.stopped.join(', ')}` : ''}`
+        : undefined,
+    ],
     ['credential', s.credential?.subject],
     ['credential fingerprint', s.credential?.fingerprint],
     ['credential live seconds', s.credential?.liveSeconds],

@@ -1,6 +1,14 @@
 import { HandoffOutcome } from '@baton/audit';
-import { type RevokeResult, removeBootstrapLeftover, scanBootstrapObjects } from '@baton/kube';
+import {
+  computeBootstrapRules,
+  describeObject,
+  flattenRules,
+  type RevokeResult,
+  removeBootstrapLeftover,
+  scanBootstrapObjects,
+} from '@baton/kube';
 import { unfinishedRuns } from '../journal.js';
+import { setDigest } from '../manifest-set.js';
 import { readReceipt } from '../receipt.js';
 import { checkTakeover } from '../takeover.js';
 import { appendPendingRecords, summaryFrame, takeoverSummary } from './record.js';
@@ -42,12 +50,35 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
     return completeKilledHandoff(run, found, removedByRun, listedAt, revision);
   }
   await recordCrashedRuns(run, removedByRun, revision);
+  if (!mayBeKilled) await pushOnlyWhatPullDoesNotOwn(run, revision);
   run.fact(
     `revision ${revision.slice(0, 12)}; ${run.leftoversRemoved.length > 0 ? `${run.leftoversRemoved.length} leftover objects removed` : 'nothing left behind'}`,
   );
   // A signal during preflight or cleanup stops the run before any credential exists.
   run.signal.throwIfAborted();
   return undefined;
+}
+
+/**
+ * A cluster whose controller already took over at `revision` without a handed-off receipt (a run that ended failed,
+ * or tampered and repaired, before it): what the controller owns is operated by pull and never pushed again; the run
+ * pushes only the plan's push-only objects (its Secrets, and what the profile marks push-only), confined to them, so
+ * its credential is still minted, confined, revoked and proven. With no push-only object, it pushes the whole set.
+ */
+async function pushOnlyWhatPullDoesNotOwn(run: HandoffRun, revision: string): Promise<void> {
+  const set = run.set;
+  if (!set) return;
+  const state = await checkTakeover(run.deps.operator, run.plan, set, revision);
+  if (!state.isComplete) return;
+  const pushOnly = new Set(set.pushOnly);
+  const objects = set.objects.filter((m) => pushOnly.has(describeObject(m.object)));
+  if (objects.length === 0) return;
+  run.pushSet = { ...set, objects, digest: setDigest(objects) };
+  run.rules = computeBootstrapRules(objects.map((m) => m.object));
+  run.log.info(
+    { revision, pushed: objects.length, owned: state.ownedObjects.length, rules: flattenRules(run.rules).length },
+    'the controller already took over: pushing only what it does not own',
+  );
 }
 
 async function recheckHandedOff(run: HandoffRun): Promise<HandoffSummary> {

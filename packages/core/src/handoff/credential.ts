@@ -7,6 +7,7 @@ import {
   expectedObjects,
   installConfinement,
   type KubeClients,
+  type KubeObject,
   mintBootstrapIdentity,
   planConfinement,
   probeConfinement,
@@ -30,14 +31,14 @@ import { HandoffStep } from './types.js';
 export async function confine(run: HandoffRun): Promise<void> {
   const { operator } = run.deps;
   const { plan } = run;
-  const set = run.set!;
+  const set = run.toPush()!;
   const ref = bootstrapRefFor(run.runId, plan.batonNamespace, run.rules!);
   await run.enter(HandoffStep.confine, { policy: ref.name });
   await ensureNamespaces(operator, set);
   const objects = await expectedObjects(
     operator,
     set.objects.map((m) => m.object),
-    { fieldManager: plan.push.fieldManager, signal: run.signal },
+    { fieldManager: plan.push.fieldManager, force: run.repairOf !== undefined, signal: run.signal },
   );
   const confinement = planConfinement({
     name: ref.name,
@@ -131,7 +132,7 @@ async function awaitConfinementActive(run: HandoffRun, username: string): Promis
   try {
     await pollUntil(
       async () => {
-        const p = await probeConfinement(as, c.plan, run.plan.controller.namespace);
+        const p = await probeConfinement(as, c.plan, run.plan.controller.namespace, probeLike(run));
         if (p.status === 403 && !p.denied && p.message.includes('cannot impersonate')) return 'no-impersonation';
         return p.denied ? 'active' : undefined;
       },
@@ -151,6 +152,14 @@ async function awaitConfinementActive(run: HandoffRun, username: string): Promis
     );
   }
   c.activeWaitMs = Math.round(run.clock.monotonicMs() - t0);
+}
+
+// A push without a ServiceAccount (a repair's, or only the push-only objects) gives RBAC no ServiceAccount create for
+// the usual probe: it probes with its own first namespaced kind.
+function probeLike(run: HandoffRun): KubeObject | undefined {
+  const objects = run.toPush()?.objects.map((m) => m.object) ?? [];
+  if (objects.some((o) => o.kind === 'ServiceAccount')) return undefined;
+  return objects.find((o) => o.metadata.namespace);
 }
 
 const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';
@@ -185,7 +194,7 @@ export async function scopeCheck(run: HandoffRun): Promise<void> {
   try {
     await pollUntil(
       async () => {
-        const p = await probeConfinement(bootstrap, c.plan, plan.controller.namespace);
+        const p = await probeConfinement(bootstrap, c.plan, plan.controller.namespace, probeLike(run));
         last = p.status;
         return p.denied ? p : undefined;
       },

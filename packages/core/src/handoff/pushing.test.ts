@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfinementError } from '@baton/errors';
+import { TamperingError } from '@baton/errors';
 import { bootstrapRefFor, type ConfinedObject, type KubeClients, type KubeObject, planConfinement } from '@baton/kube';
 import { ApiException } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -45,6 +45,8 @@ interface Script {
   readonly allowedReviews?: number;
   /** The policy switch never answers. */
   readonly isCloseHung?: boolean;
+  /** Reads of pushed objects never answer (until their signal aborts them, as the REST client's do). */
+  readonly isReadHung?: boolean;
 }
 
 function setup(script: Script = {}) {
@@ -77,8 +79,10 @@ function setup(script: Script = {}) {
       },
     },
     rest: {
-      read: async (ref: KubeObject) => {
+      read: async (ref: KubeObject, signal?: AbortSignal) => {
         calls.push(`read ${ref.kind}`);
+        if (script.isReadHung)
+          return new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason)));
         return script.held?.[ref.metadata.name] ?? objects.find((o) => o.metadata.name === ref.metadata.name);
       },
     },
@@ -108,7 +112,12 @@ function setup(script: Script = {}) {
       createSelfSubjectAccessReview: async () => ({ status: { allowed: reviews++ < (script.allowedReviews ?? 0) } }),
     },
   } as unknown as KubeClients;
-  const deps = fakeHandoffDeps(operator, { requestTimeoutMs: 2_000, confinementTimeoutMs: 5_000 }, clock);
+  const operatorSignal = new AbortController();
+  const deps = fakeHandoffDeps(
+    operator,
+    { requestTimeoutMs: 2_000, confinementTimeoutMs: 5_000, signal: operatorSignal.signal },
+    clock,
+  );
   const run = new HandoffRun({ ...plan, journalDir }, deps);
   run.set = { objects: objects.map((object) => ({ object })) } as unknown as ManifestSet;
   run.rules = { cluster: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['get'] }], namespaced: {} };
@@ -129,7 +138,7 @@ function setup(script: Script = {}) {
     expiresAt: new Date(clock.now().getTime() + 600_000),
   };
   run.bootstrap = bootstrap;
-  return { run, clock, calls };
+  return { run, clock, calls, operatorSignal };
 }
 
 describe('closeWriteWindow: the privilege ends with the push', () => {
@@ -179,8 +188,11 @@ describe('verifyAfterClose: the post-close check', () => {
     const { run } = setup({ held: { pull: secret('thief-pw') } });
     run.confinement!.closedAt = run.clock.now();
     const err = await verifyAfterClose(run).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ConfinementError);
+    expect(err).toBeInstanceOf(TamperingError);
     expect((err as Error).message).toContain('Secret/gitops-system/pull (data[password])');
+    // Noted on the run for the repair and the record: the object and its fields, never a value.
+    expect(run.tampering?.mismatches).toEqual([{ object: 'Secret/gitops-system/pull', fields: ['data[password]'] }]);
+    expect(JSON.stringify(run.tampering)).not.toContain(Buffer.from('thief-pw').toString('base64'));
     expect((err as Error).message).not.toContain(Buffer.from('thief-pw').toString('base64'));
     expect((err as Error).message).not.toContain('thief-pw');
     expect(run.confinement!.verifiedAt).toBeUndefined();
@@ -193,5 +205,24 @@ describe('verifyAfterClose: the post-close check', () => {
     expect(calls.filter((c) => c.startsWith('push'))).toEqual(['push Secret', 'push ConfigMap']);
     expect(run.signal.aborted).toBe(true);
     expect(String((run.signal.reason as Error).message)).toContain('ConfigMap/gitops-system/source (data.url)');
+    expect(run.signal.reason).toBeInstanceOf(TamperingError);
+    run.fail(new DOMException('aborted', 'AbortError'));
+    expect(run.blamedStep()).toBe('post-close-check');
+    expect(run.outcome()).toBe('tampered');
+  });
+
+  it('Ctrl-C right after the push ends a hung post-close check at once: the close is done, revoke need not wait', async () => {
+    const { run, clock, operatorSignal } = setup({ isReadHung: true });
+    await push(run);
+    const closing = run.closing!;
+    // Let the close finish; the check's reads then hang as an API server that stopped answering reads would.
+    await clock.sleep(100);
+    expect(run.confinement!.closedAt).toBeDefined();
+    const t0 = clock.monotonicMs();
+    operatorSignal.abort(new Error('SIGINT'));
+    await closing;
+    expect(clock.monotonicMs() - t0).toBe(0);
+    expect(run.confinement!.verifiedAt).toBeUndefined();
+    expect(run.tampering).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { ConfinementError } from '@baton/errors';
+import { ConfinementError, TamperingError } from '@baton/errors';
 import {
   type ConfinementProbe,
   checkPushedObjects,
@@ -23,12 +23,17 @@ import { HandoffStep } from './types.js';
  * @throws {KubeApiError} naming the object that failed.
  */
 export async function push(run: HandoffRun): Promise<void> {
-  const set = run.set!;
+  const set = run.toPush()!;
   await run.enter(HandoffStep.push, { objects: set.objects.length });
   await pushManifests(
     run.bootstrap!,
     set.objects.map((m) => m.object),
-    { fieldManager: run.plan.push.fieldManager, clock: run.clock, signal: run.signal },
+    {
+      fieldManager: run.plan.push.fieldManager,
+      force: run.repairOf !== undefined,
+      clock: run.clock,
+      signal: run.signal,
+    },
   );
   run.pushEndMs = run.clock.monotonicMs();
   run.closing = closeWriteWindow(run)
@@ -52,7 +57,7 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
   if (!c?.installedAt || c.closedAt) return;
   const { operator } = run.deps;
   const bootstrap = run.bootstrap!;
-  const objects = run.set!.objects.map((m) => m.object);
+  const objects = run.toPush()!.objects.map((m) => m.object);
   const planned = objects[0]!;
   const reads = planReads(objects);
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
@@ -109,19 +114,24 @@ function isRefusedByRbac(p: ConfinementProbe, subject: string): boolean {
  * The post-close check: once the identity can no longer write, reads every pushed object with the operator's
  * credential and compares it with the plan (see {@link checkPushedObjects}: Secrets by a digest of their values, held
  * in memory only; every other object by each field the plan declares). Admission pins a Secret's keys, not its values,
- * and may pin a large object only partly: this is where the rest is verified.
- * @throws {ConfinementError} naming every object that differs and its fields (never a value): the run fails closed
- * (revoke, prove, record `failed`, no receipt).
+ * and may pin a large object only partly: this is where the rest is verified. Watches the run's signal (Ctrl-C, the
+ * push budget): an aborted check ends the run without a verdict, and revoke starts at once.
+ * @throws {TamperingError} naming every object that differs and its fields (never a value), with the finding noted
+ * on the run (`run.tampering`): the run revokes, proves, repairs them ({@link repair}) and records `tampered`.
  */
 export async function verifyAfterClose(run: HandoffRun): Promise<void> {
   const c = run.confinement;
   if (!c?.closedAt) return;
-  const r = await checkPushedObjects(run.deps.operator, c.expected);
+  const r = await checkPushedObjects(run.deps.operator, c.expected, { signal: run.signal });
   if (r.mismatches.length > 0) {
+    run.tampering = { detectedAt: run.clock.now(), detectedMs: run.clock.monotonicMs(), mismatches: r.mismatches };
     const list = r.mismatches.map((m) => `${m.object} (${m.fields.slice(0, 5).join(', ')})`).join('; ');
-    throw new ConfinementError(
-      `post-close check: ${r.mismatches.length} pushed object(s) differ from the plan ${c.plan.planDigest}: ${list}; someone wrote them during the push window (the bootstrap credential is revoked now); inspect them, restore them from the plan, then rerun`,
-      { details: { objects: r.mismatches.map((m) => m.object) } },
+    const then = run.repairOf
+      ? 'rewritten again during the repair'
+      : "baton revokes the bootstrap credential, pushes the planned values again under a fresh confined credential and replaces the pushed workloads' pods";
+    throw new TamperingError(
+      `post-close check: ${r.mismatches.length} pushed object(s) differ from the plan ${c.plan.planDigest}: ${list}; someone holding the bootstrap credential wrote them during the push window; ${then}`,
+      { details: { objects: r.mismatches.map((m) => ({ object: m.object, fields: m.fields })) } },
     );
   }
   c.verifiedAt = run.clock.now();
@@ -155,12 +165,25 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
   );
   run.controllerReadyAt = run.clock.now();
   run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
-  // The takeover counts only once the identity can write nothing more.
-  await run.closing;
+  // The takeover counts only once the identity can write nothing more; Ctrl-C or the budget must not wait for it.
+  await untilAborted(run.closing, run.signal);
   run.signal.throwIfAborted();
   run.fact(`revision ${rev.slice(0, 12)} applied; ${r.value.ownedObjects.length} objects owned by the controller`);
   run.log.info(
     { readinessSeconds: run.readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },
     'controller took over',
   );
+}
+
+/** Waits for `p` (which never rejects), or until `signal` aborts, whichever is first. */
+function untilAborted(p: Promise<void> | undefined, signal: AbortSignal): Promise<void> {
+  if (!p || signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    p.then(done, done);
+  });
 }

@@ -6,8 +6,8 @@ import type { AuditAppendResult } from '../audit-sink.js';
 import { pendingRecords } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
-import { type HandoffRun, round, safeError, seconds } from './run.js';
-import type { ConfinementSummary, HandoffSummary } from './types.js';
+import { type HandoffRun, POST_CLOSE_CHECK, round, safeError, seconds, type TamperingState } from './run.js';
+import type { ConfinementSummary, HandoffSummary, RepairSummary, TamperingSummary } from './types.js';
 
 /**
  * Appends the run's audit event, journals that it did (a run killed before its receipt is completed by the next
@@ -133,6 +133,7 @@ export function handoffRecord(run: HandoffRun): HandoffRecord {
           },
         }
       : {}),
+    ...(run.tampering ? { tampering: tamperingRecord(run.tampering) } : {}),
     ...(run.proof && run.revoked
       ? {
           revocation: {
@@ -144,6 +145,38 @@ export function handoffRecord(run: HandoffRun): HandoffRecord {
         }
       : {}),
     stepDurationsMs: Object.fromEntries(Object.entries(run.durations).map(([k, v]) => [k, Math.max(0, Math.round(v))])),
+  };
+}
+
+/** The audit record's view of a rewrite and its repair (the summary's, without the note). */
+function tamperingRecord(t: TamperingState): NonNullable<HandoffRecord['tampering']> {
+  const s = tamperingSummary(t);
+  return {
+    detectedBy: s.detectedBy,
+    detectedAt: s.detectedAt,
+    objects: s.objects.slice(0, 64).map((o) => ({ object: o.object, fields: o.fields.slice(0, 16) })),
+    ...(s.repair ? { repair: repairRecord(s.repair) } : {}),
+  };
+}
+
+function repairRecord(r: RepairSummary): NonNullable<NonNullable<HandoffRecord['tampering']>['repair']> {
+  const { note: _note, credential, ...rest } = r;
+  return {
+    ...rest,
+    ...(credential ? { credential: { ...credential } } : {}),
+    repushed: r.repushed.slice(0, 64),
+    restarted: r.restarted.slice(0, 64),
+    stopped: r.stopped.slice(0, 64),
+  };
+}
+
+/** The summary's view of a rewrite the post-close check found, and of its repair. */
+export function tamperingSummary(t: TamperingState): TamperingSummary {
+  return {
+    detectedBy: POST_CLOSE_CHECK,
+    detectedAt: t.detectedAt.toISOString(),
+    objects: t.mismatches.map((m) => ({ object: m.object, fields: m.fields })),
+    ...(t.repair ? { repair: t.repair } : {}),
   };
 }
 
@@ -219,7 +252,7 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
   const { plan, deps } = run;
   const set = run.set;
   return {
-    cluster: { name: plan.cluster.name, server: deps.operator.server, caFingerprint: caFingerprint(deps.operator) },
+    cluster: { name: plan.cluster.name, server: deps.operator.server, ...caFingerprint(deps.operator) },
     actor: {
       user: `${deps.actor.user}${run.operatorName ? ` (${run.operatorName})` : ''}`.slice(0, 253),
       host: deps.actor.host,
@@ -274,11 +307,14 @@ export function finalSummary(run: HandoffRun): HandoffSummary {
         proofWaitSeconds: run.proof.proofWaitSeconds,
       }
     : undefined;
+  const errorCode = run.errorCode();
   return {
     ...summaryFrame(run),
     outcome: run.outcome(),
     ...(step ? { failedStep: step } : {}),
     ...(error ? { error } : {}),
+    ...(error && errorCode ? { errorCode } : {}),
+    ...(run.tampering ? { tampering: tamperingSummary(run.tampering) } : {}),
     ...(run.revision ? { revision: run.revision } : {}),
     ...(credential ? { credential } : {}),
     ...(confinement ? { confinement } : {}),
@@ -329,11 +365,15 @@ export function fullFingerprint(secret: string): string {
   return `sha256:${createHash('sha256').update(secret).digest('hex')}`;
 }
 
-/** `sha256:<64 hex>` of the API server CA certificate (DER). */
-function caFingerprint(c: KubeClients): string {
+/**
+ * `{ caFingerprint: sha256:<64 hex> }` of the API server CA certificate (DER), or nothing when the kubeconfig names no
+ * CA (the system trust store vouches for the server): a hash of no certificate would look like a real one.
+ */
+export function caFingerprint(c: Pick<KubeClients, 'caData' | 'kc'>): { caFingerprint?: string } {
   let pem = c.caData ? Buffer.from(c.caData, 'base64').toString('utf8') : '';
   const caFile = c.kc.getCurrentCluster()?.caFile;
   if (!pem && caFile) pem = readFileSync(caFile, 'utf8');
   const b64 = pem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
-  return `sha256:${createHash('sha256').update(Buffer.from(b64, 'base64')).digest('hex')}`;
+  if (!b64) return {};
+  return { caFingerprint: `sha256:${createHash('sha256').update(Buffer.from(b64, 'base64')).digest('hex')}` };
 }

@@ -1,5 +1,5 @@
 import { HandoffOutcome } from '@baton/audit';
-import { BatonError, TimeoutError } from '@baton/errors';
+import { BatonError, ErrorCode, isBatonError, TamperingError, TimeoutError } from '@baton/errors';
 import type {
   BootstrapIdentity,
   BootstrapIdentityRef,
@@ -8,6 +8,7 @@ import type {
   Confinement,
   HandoffLock,
   KubeClients,
+  PushedObjectMismatch,
   RevokeResult,
   TokenReviewResult,
 } from '@baton/kube';
@@ -19,7 +20,26 @@ import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
-import type { HandoffDeps, HandoffStep } from './types.js';
+import type { HandoffDeps, HandoffStep, RepairSummary } from './types.js';
+
+/** What the post-close check found rewritten during the push window, and what the repair did about it. */
+export interface TamperingState {
+  readonly detectedAt: Date;
+  /** Monotonic ms of the detection: the repair's time is counted from it. */
+  readonly detectedMs: number;
+  readonly mismatches: readonly PushedObjectMismatch[];
+  /** Set once the repair ran (repaired, or stopped). */
+  repair?: RepairSummary;
+}
+
+/** Options of a {@link HandoffRun}. */
+export interface HandoffRunOptions {
+  /**
+   * The run whose tampered objects this run pushes again (a repair): its push takes the planned fields back from
+   * whoever wrote them (server-side apply with force), under its own confinement.
+   */
+  readonly repairOf?: string;
+}
 
 /** The confinement of this run's identity, as far as it got. */
 export interface ConfinementState {
@@ -82,6 +102,12 @@ export class HandoffRun {
 
   // validate
   set: ManifestSet | undefined;
+  /**
+   * What this run pushes, when not the whole {@link set}: a repair pushes only the tampered objects; a run on a
+   * cluster the controller already took over at the declared revision pushes only what the controller does not own
+   * (push is for install: what pull operates is never pushed again).
+   */
+  pushSet: ManifestSet | undefined;
   rules: BootstrapRules | undefined;
   // preflight
   operatorName = '';
@@ -113,6 +139,10 @@ export class HandoffRun {
   proofFailure: string | undefined;
   audit: AuditAppendResult | undefined;
   recordFailure: string | undefined;
+  /** Set when the post-close check found pushed objects rewritten (the run then repairs them or stops). */
+  tampering: TamperingState | undefined;
+  /** The run this one repairs, when it is a repair. */
+  readonly repairOf: string | undefined;
 
   /** Aborted by the push budget, a lost lock or the caller's signal: stops the pushing part, never revoke. */
   readonly signal: AbortSignal;
@@ -127,7 +157,8 @@ export class HandoffRun {
   closing: Promise<void> | undefined;
   private readonly budgetTimer = new AbortController();
 
-  constructor(plan: HandoffPlan, deps: HandoffDeps) {
+  constructor(plan: HandoffPlan, deps: HandoffDeps, options: HandoffRunOptions = {}) {
+    this.repairOf = options.repairOf;
     this.plan = plan;
     this.deps = deps;
     this.runId = deps.newRunId();
@@ -225,15 +256,22 @@ export class HandoffRun {
     }
   }
 
-  /** Notes how the pushing part failed: the step it was in and the reason (the signal's, for an aborted wait). */
+  /**
+   * Notes how the pushing part failed: the step it was in and the reason (the signal's, for an aborted wait). A
+   * rewrite the post-close check found is blamed on that check, whichever step was waiting when it reported.
+   */
   fail(err: unknown): void {
     this.failure = this.signal.aborted && (err as Error)?.name === 'AbortError' ? this.signal.reason : err;
-    this.failedStep = this.current;
+    this.failedStep = this.failure instanceof TamperingError ? POST_CLOSE_CHECK : this.current;
     this.log.error({ step: this.current, err: safeError(this.failure) }, 'handoff step failed');
   }
 
-  /** The outcome so far: failed, aborted (the operator's signal) or handed off; an unproven revocation fails it. */
+  /**
+   * The outcome so far: tampered (whatever the repair did), failed, aborted (the operator's signal) or handed off; an
+   * unproven revocation fails it.
+   */
   outcome(): HandoffOutcome {
+    if (this.tampering) return HandoffOutcome.tampered;
     if (this.failure !== undefined)
       return isAbort(this.failure, this.deps.signal) ? HandoffOutcome.aborted : HandoffOutcome.failed;
     if (this.proofFailure || this.recordFailure) return HandoffOutcome.failed;
@@ -244,10 +282,20 @@ export class HandoffRun {
   error(): string | undefined {
     const parts = [
       this.failure !== undefined ? safeError(this.failure) : undefined,
+      this.tampering?.repair?.note,
       this.proofFailure,
       this.recordFailure,
     ].filter((x): x is string => x !== undefined);
     return parts.length > 0 ? parts.join('; ') : undefined;
+  }
+
+  /** The error's stable code: the failure's own, else revocation (revoke or prove failed), else internal. */
+  errorCode(): ErrorCode | undefined {
+    if (this.tampering) return ErrorCode.tampered;
+    if (this.failure !== undefined) return isBatonError(this.failure) ? this.failure.code : ErrorCode.internal;
+    if (this.proofFailure) return ErrorCode.revocation;
+    if (this.recordFailure) return ErrorCode.internal;
+    return undefined;
   }
 
   /** The step to blame: where the pushing part failed, else revoke or prove, else record. */
@@ -258,11 +306,19 @@ export class HandoffRun {
     return undefined;
   }
 
+  /** What the push applies and the confinement allows: {@link pushSet}, else the whole set. */
+  toPush(): ManifestSet | undefined {
+    return this.pushSet ?? this.set;
+  }
+
   /** Seconds since the run started. */
   elapsedSeconds(): number {
     return seconds(this.clock.monotonicMs() - this.t0);
   }
 }
+
+/** The step name a rewrite found after the close is blamed on (the audit record's `failedStep`). */
+export const POST_CLOSE_CHECK = 'post-close-check';
 
 // A deadline (`baton up --timeout`) is a failure; an operator's signal is an abort.
 function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {

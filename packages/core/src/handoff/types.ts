@@ -1,4 +1,5 @@
 import type { HandoffOutcome } from '@baton/audit';
+import type { ErrorCode } from '@baton/errors';
 import type { KubeClients, RbacRule } from '@baton/kube';
 import type { Logger } from 'pino';
 import type { AuditAppendResult, AuditSink } from '../audit-sink.js';
@@ -67,6 +68,8 @@ export const HandoffStep = {
   takeover: 'takeover',
   revoke: 'revoke',
   prove: 'prove',
+  /** Only after the post-close check found a rewrite: push the planned values again, restart, or stop. */
+  repair: 'repair',
   record: 'record',
 } as const;
 /** A handoff step name. */
@@ -81,6 +84,8 @@ export interface HandoffSummary {
   readonly outcome: HandoffResultOutcome;
   readonly failedStep?: string;
   readonly error?: string;
+  /** The error's stable code (`tampered`, `timeout`, `confinement`, `kube-api`, `revocation` …), with `error`. */
+  readonly errorCode?: ErrorCode;
   readonly cluster: { readonly name: string; readonly server: string };
   readonly operator?: string;
   readonly revision?: string;
@@ -140,6 +145,51 @@ export interface HandoffSummary {
    * the receipt. `outcome` is then `handed-off` and `credential` is the killed run's (from the journal), if known.
    */
   readonly resumed?: ResumedRun;
+  /** Present when the outcome is `tampered`: what the post-close check found and what the repair did. */
+  readonly tampering?: TamperingSummary;
+}
+
+/** Objects rewritten during the push window, and the repair (see {@link HandoffSummary.tampering}). */
+export interface TamperingSummary {
+  readonly detectedBy: 'post-close-check';
+  readonly detectedAt: string;
+  /** Each object and its differing fields, never a value. */
+  readonly objects: readonly { readonly object: string; readonly fields: readonly string[] }[];
+  readonly repair?: RepairSummary;
+}
+
+/**
+ * What the repair did: `repaired` when a second confined, short-lived identity pushed the planned values again, the
+ * post-close check verified them and every pushed workload's pods were replaced; `stopped` when that could not be
+ * verified and the pushed workloads and the tampered Secrets were deleted instead.
+ */
+export interface RepairSummary {
+  readonly outcome: 'repaired' | 'stopped';
+  /** The repair identity is `baton-bootstrap-<runId>`. */
+  readonly runId: string;
+  readonly credential?: {
+    readonly subject: string;
+    readonly fingerprint: string;
+    readonly issuedAt: string;
+    readonly revokedAt: string | null;
+    readonly writeWindowSeconds?: number;
+    readonly tokenReviewAuthenticated?: boolean;
+  };
+  readonly policyName?: string;
+  /** Objects pushed again with their planned values (Kind/namespace/name). */
+  readonly repushed: readonly string[];
+  /** When the post-close check found them as planned. */
+  readonly verifiedAt?: string;
+  /** Workloads whose pods were all replaced after the repair. */
+  readonly restarted: readonly string[];
+  /** What was deleted because the repair was not verified. */
+  readonly stopped: readonly string[];
+  /** Seconds from the detection to the end of the repair (restarts included). */
+  readonly repairSeconds: number;
+  /** Why the repair was not verified, or what of it did not complete. */
+  readonly error?: string;
+  /** One sentence for the run's error: what was repaired or stopped. */
+  readonly note: string;
 }
 
 /** What the summary says of the confinement (see {@link HandoffSummary.confinement}). */

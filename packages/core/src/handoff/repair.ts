@@ -1,0 +1,273 @@
+import { TimeoutError } from '@baton/errors';
+import {
+  computeBootstrapRules,
+  deleteWorkload,
+  deleteWorkloadPods,
+  describeObject,
+  describeWorkload,
+  restartState,
+  selectedPods,
+  type WorkloadRef,
+  workloadSelector,
+  workloadsOf,
+} from '@baton/kube';
+import { pollUntil, withDeadline } from '../clock.js';
+import { setDigest } from '../manifest-set.js';
+import { checkTakeover } from '../takeover.js';
+import { confine, mint, scopeCheck } from './credential.js';
+import { prove, revoke } from './ending.js';
+import { push } from './pushing.js';
+import { fullFingerprint } from './record.js';
+import { HandoffRun, safeError, seconds, type TamperingState } from './run.js';
+import { HandoffStep } from './types.js';
+
+// Admission pins a planned Secret by type and keys, not by value: a thief holding the bootstrap token can rewrite a
+// value during the push, and the post-close check finds it. By then the controller may already run on it. The repair
+// leaves no thief value in effect: the planned values are pushed again by a second identity, minted and confined
+// exactly as the first (the operator's credential still never pushes), verified by the same post-close check, and then
+// every pushed workload's pods are replaced so none keeps running on a value read before. Replacing pods (a delete,
+// which the workload's own controller answers from its template) changes no declared object, so the GitOps
+// controller has nothing to revert and a later run nothing to undo. When the repair cannot be verified, the pushed
+// workloads and the tampered Secrets are deleted: nothing runs, and no thief value stays in the cluster.
+
+/**
+ * Repairs what the post-close check found rewritten (see above), after the first credential is revoked and proven
+ * (a thief's token for that identity dies with it). Never throws: what it did is noted on `run.tampering.repair`.
+ */
+export async function repair(run: HandoffRun): Promise<void> {
+  const t = run.tampering;
+  const set = run.set;
+  if (!t || !set) return;
+  await run.enterSafely(HandoffStep.repair, { objects: t.mismatches.map((m) => m.object) });
+  const tampered = new Set(t.mismatches.map((m) => m.object));
+  const repush = set.objects.filter((m) => tampered.has(describeObject(m.object)));
+  const workloads = workloadsOf(set.objects.map((m) => m.object));
+  const sub = repairRun(run, repush);
+  const verified = await repushConfined(sub);
+  const credential = sub.identity
+    ? {
+        subject: sub.identity.username,
+        fingerprint: fullFingerprint(sub.identity.token),
+        issuedAt: sub.identity.issuedAt.toISOString(),
+        revokedAt: sub.proof?.revokedAt.toISOString() ?? null,
+        ...(sub.confinement?.closedAt
+          ? { writeWindowSeconds: seconds(sub.confinement.closedAt.getTime() - sub.identity.issuedAt.getTime()) }
+          : {}),
+        ...(sub.proof ? { tokenReviewAuthenticated: sub.proof.review.authenticated } : {}),
+      }
+    : undefined;
+  const base = {
+    runId: sub.runId,
+    ...(credential ? { credential } : {}),
+    ...(sub.confinement ? { policyName: sub.confinement.plan.name } : {}),
+    repushed: repush.map((m) => describeObject(m.object)),
+  };
+  // The repair identity's own revocation is part of the repair: an unproven one keeps its (closed) confinement.
+  if (sub.proofFailure) run.proofFailure ??= `repair identity: ${sub.proofFailure}`;
+  if (verified) {
+    const restart = await restartWorkloads(run, workloads);
+    t.repair = {
+      ...base,
+      outcome: 'repaired',
+      verifiedAt: verified.toISOString(),
+      restarted: restart.restarted.map(describeWorkload),
+      stopped: [],
+      repairSeconds: seconds(run.clock.monotonicMs() - t.detectedMs),
+      ...(restart.error ? { error: restart.error } : {}),
+      note: repairedNote(base.repushed, restart.restarted, restart.error, t, run),
+    };
+  } else {
+    const why = sub.error() ?? 'the repair was not verified';
+    const stopped = await stopWorkloads(
+      run,
+      workloads,
+      repush.filter((m) => m.object.kind === 'Secret'),
+    );
+    t.repair = {
+      ...base,
+      outcome: 'stopped',
+      restarted: [],
+      stopped: stopped.deleted,
+      repairSeconds: seconds(run.clock.monotonicMs() - t.detectedMs),
+      error: `${why}${stopped.error ? `; ${stopped.error}` : ''}`.slice(0, 2000),
+      note: `the repair could not be verified (${why}); stopped instead: deleted ${stopped.deleted.join(', ') || 'nothing'}${stopped.error ? ` (${stopped.error})` : ''}; find who held the bootstrap credential, then rerun baton up to push them anew`,
+    };
+  }
+  run.fact(
+    `${t.repair.outcome}: ${t.repair.repushed.length} object(s) pushed again, ${t.repair.restarted.length} workload(s) restarted`,
+  );
+  run.log.warn(
+    {
+      outcome: t.repair.outcome,
+      repushed: t.repair.repushed,
+      restarted: t.repair.restarted,
+      stopped: t.repair.stopped,
+      repairSeconds: t.repair.repairSeconds,
+    },
+    'repaired the tampered objects',
+  );
+}
+
+/** A run of the same plan that pushes only `objects`, under an identity and a confinement of its own. */
+function repairRun(run: HandoffRun, objects: NonNullable<HandoffRun['set']>['objects']): HandoffRun {
+  const repairId = `${run.runId}-repair`;
+  // Its steps are the repair step's inside: hooks and the step view see `repair`, not a second confine … prove.
+  const { onStepDone: _done, onStep: _step, ...rest } = run.deps;
+  const deps = { ...rest, newRunId: () => repairId, journal: run.journal };
+  const sub = new HandoffRun(run.plan, deps, { repairOf: run.runId });
+  const set = run.set;
+  sub.set = set;
+  if (set) sub.pushSet = { ...set, objects, digest: setDigest(objects) };
+  sub.rules = computeBootstrapRules(objects.map((m) => m.object));
+  sub.revision = run.revision;
+  sub.operatorName = run.operatorName;
+  return sub;
+}
+
+/**
+ * Confine, mint, scope check, push and the post-close check, as the first push; then revoke and prove that identity
+ * too. Returns when the check found every object as planned, or undefined.
+ */
+async function repushConfined(sub: HandoffRun): Promise<Date | undefined> {
+  await sub.journalSafely('start', { repairOf: sub.repairOf, pid: sub.deps.actor.pid, host: sub.deps.actor.host });
+  try {
+    await confine(sub);
+    await mint(sub);
+    await scopeCheck(sub);
+    await push(sub);
+    await sub.closing;
+    sub.signal.throwIfAborted();
+  } catch (err) {
+    sub.fail(err);
+  } finally {
+    sub.stopBudget();
+  }
+  for (const step of [revoke, prove]) {
+    await step(sub).catch((err: unknown) => {
+      sub.proofFailure ??= `repair identity: ${safeError(err)}`;
+    });
+  }
+  sub.closeStep();
+  const verifiedAt = sub.failure === undefined ? sub.confinement?.verifiedAt : undefined;
+  await sub.journalSafely('finished', { outcome: verifiedAt ? 'repaired' : 'failed' });
+  return verifiedAt;
+}
+
+/**
+ * Replaces every pod of the pushed workloads, then waits (takeover timeout) until none of the old ones is left, the
+ * new ones are Ready and the controller has taken over again. Returns what it restarted and what did not complete.
+ */
+async function restartWorkloads(
+  run: HandoffRun,
+  workloads: readonly WorkloadRef[],
+): Promise<{ restarted: WorkloadRef[]; error?: string }> {
+  const { operator } = run.deps;
+  const old = new Map<WorkloadRef, string[]>();
+  try {
+    for (const w of workloads) old.set(w, await deleteWorkloadPods(operator, w));
+    let reason = '';
+    await pollUntil(
+      async () => {
+        for (const w of workloads) {
+          const s = await restartState(operator, w, old.get(w) ?? []);
+          if (!s.isDone) {
+            reason = s.reason;
+            return undefined;
+          }
+        }
+        const rev = run.revision;
+        const state = rev && run.set ? await checkTakeover(operator, run.plan, run.set, rev) : undefined;
+        if (state) run.takeover = state;
+        if (state && !state.isComplete) {
+          reason = state.reason;
+          return undefined;
+        }
+        return true;
+      },
+      {
+        clock: run.clock,
+        intervalMs: run.deps.pollIntervalMs ?? 250,
+        timeoutMs: run.plan.takeover.timeoutSeconds * 1000,
+        what: 'the pushed workloads restarted on the repaired objects (takeover.timeoutSeconds)',
+      },
+      () => reason,
+    );
+    if (run.takeover?.isComplete) run.controllerReadyAt = run.clock.now();
+    return { restarted: [...workloads] };
+  } catch (err) {
+    return {
+      restarted: [...old.keys()],
+      error: `the restart did not complete: ${safeError(err)}${err instanceof TimeoutError ? '' : '; check the workloads'}`,
+    };
+  }
+}
+
+/**
+ * Deletes every pushed workload and the tampered Secrets with the operator's credential, then waits until none of the
+ * workloads' pods is left (a pod being deleted may still run).
+ */
+async function stopWorkloads(
+  run: HandoffRun,
+  workloads: readonly WorkloadRef[],
+  secrets: NonNullable<HandoffRun['set']>['objects'],
+): Promise<{ deleted: string[]; error?: string }> {
+  const { operator } = run.deps;
+  const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+  const deleted: string[] = [];
+  const selectors: { namespace: string; selector: string }[] = [];
+  try {
+    for (const w of workloads) {
+      const selector = await withDeadline(run.clock, requestMs, `reading ${describeWorkload(w)}`, () =>
+        workloadSelector(operator, w),
+      );
+      if (selector) selectors.push({ namespace: w.namespace, selector });
+      if (
+        await withDeadline(run.clock, requestMs, `deleting ${describeWorkload(w)}`, () => deleteWorkload(operator, w))
+      )
+        deleted.push(describeWorkload(w));
+    }
+    for (const m of secrets) {
+      const { name, namespace = '' } = m.object.metadata;
+      await withDeadline(run.clock, requestMs, `deleting ${describeObject(m.object)}`, () =>
+        operator.core.deleteNamespacedSecret({ namespace, name }),
+      ).then(
+        () => deleted.push(describeObject(m.object)),
+        (err: unknown) => {
+          if ((err as { code?: number }).code !== 404) throw err;
+        },
+      );
+    }
+    let left = 0;
+    await pollUntil(
+      async () => {
+        left = 0;
+        for (const s of selectors) left += (await selectedPods(operator, s.namespace, s.selector)).length;
+        return left === 0 ? true : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: run.deps.pollIntervalMs ?? 250,
+        timeoutMs: run.plan.takeover.timeoutSeconds * 1000,
+        what: 'the stopped workloads without pods',
+      },
+      () => `${left} pod(s) left`,
+    );
+    return { deleted };
+  } catch (err) {
+    return { deleted, error: `the stop did not complete: ${safeError(err)}` };
+  }
+}
+
+function repairedNote(
+  repushed: readonly string[],
+  restarted: readonly WorkloadRef[],
+  error: string | undefined,
+  t: TamperingState,
+  run: HandoffRun,
+): string {
+  const took = seconds(run.clock.monotonicMs() - t.detectedMs);
+  const what = `repaired in ${took} s: ${repushed.join(', ')} pushed again with the planned values by a second confined identity and verified, and the pods of ${restarted.map(describeWorkload).join(', ') || 'no workload'} replaced`;
+  return error
+    ? `${what}; but ${error}`
+    : `${what}; no rewritten value is in effect; find who held the bootstrap credential, then rerun baton up to hand off`;
+}
