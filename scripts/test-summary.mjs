@@ -1,5 +1,8 @@
-// Prints the plain closing line `N passed, N failed` from vitest's JSON report, and fails when no test ran.
-import { readFileSync } from 'node:fs';
+// Prints the plain closing line `N passed, N failed` from vitest's JSON report, and fails when no test ran. Before it,
+// writes each file's wall time to `file-durations.json` beside the report and prints the ten slowest files: where a
+// run's time goes.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 
 const path = process.argv[2];
 let report;
@@ -10,6 +13,19 @@ try {
   process.stderr.write(`no vitest report at ${path}: ${err.message}\n`);
   process.exit(1);
 }
+const files = (report.testResults ?? [])
+  .map((f) => ({
+    file: relative(process.cwd(), f.name),
+    seconds: Math.round(((f.endTime ?? 0) - (f.startTime ?? 0)) / 100) / 10,
+    tests: (f.assertionResults ?? []).length,
+    status: f.status,
+  }))
+  .sort((a, b) => b.seconds - a.seconds);
+writeFileSync(join(dirname(path), 'file-durations.json'), `${JSON.stringify(files, null, 2)}\n`);
+const total = files.reduce((t, f) => t + f.seconds, 0);
+process.stdout.write(`slowest files (of ${files.length}, ${Math.round(total)} s of file time in all):\n`);
+for (const f of files.slice(0, 10))
+  process.stdout.write(`  ${f.seconds.toFixed(1).padStart(7)} s  ${String(f.tests).padStart(3)} tests  ${f.file}\n`);
 const passed = report.numPassedTests ?? 0;
 // A file that fails to load has no failed test of its own: count it as one failure so the line shows it.
 const brokenFiles = (report.testResults ?? []).filter(
