@@ -3,13 +3,15 @@ import { SyncError } from './applier.js';
 import type { GitAuth } from './git-source.js';
 
 /**
- * The decoded data of a Secret the GitSync references.
+ * The decoded data of a Secret the GitSync references; `keys` says what it must hold, for the message when it is
+ * missing.
  * @throws SyncError `SecretNotFound` (stalled) when the Secret does not exist; KubeApiError on other API failures.
  */
 export async function readSecretData(
   kube: KubeRestClient,
   namespace: string,
   name: string,
+  keys: string,
   signal?: AbortSignal,
 ): Promise<Record<string, string>> {
   const s = await kube.get<{ data?: Record<string, string> }>(
@@ -19,7 +21,7 @@ export async function readSecretData(
   if (!s)
     throw new SyncError(
       'SecretNotFound',
-      `Secret ${namespace}/${name} referenced by the GitSync does not exist; create it (keys username+password or bearerToken)`,
+      `Secret ${namespace}/${name} referenced by the GitSync does not exist; create it (${keys})`,
       { isStalled: true },
     );
   return Object.fromEntries(
@@ -37,7 +39,13 @@ export async function readGitAuth(
   name: string,
   signal?: AbortSignal,
 ): Promise<GitAuth> {
-  const d = await readSecretData(kube, namespace, name, signal);
+  const d = await readSecretData(
+    kube,
+    namespace,
+    name,
+    'spec.secretRef: keys username+password or bearerToken',
+    signal,
+  );
   if (d.bearerToken) return { bearerToken: d.bearerToken };
   if (d.username !== undefined && d.password !== undefined) return { username: d.username, password: d.password };
   throw new SyncError(
@@ -57,7 +65,13 @@ export async function readWebhookKey(
   name: string,
   signal?: AbortSignal,
 ): Promise<string> {
-  const d = await readSecretData(kube, namespace, name, signal);
+  const d = await readSecretData(
+    kube,
+    namespace,
+    name,
+    'spec.webhookSecretRef: key secret, the webhook HMAC key',
+    signal,
+  );
   if (!d.secret)
     throw new SyncError(
       'InvalidSecret',

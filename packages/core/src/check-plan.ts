@@ -1,5 +1,5 @@
 import { describeObject, INSTALL_KINDS, type KubeClients, kubeCall, statusOf, toKubeApiError } from '@baton/kube';
-import { isSupportedKubernetes, MIN_KUBERNETES_MINOR, servesAdmissionPolicies } from './handoff/preflight.js';
+import { isSupportedKubernetes, olderClusterReason, servesAdmissionPolicies } from './handoff/preflight.js';
 import type { LoadedPlan } from './handoff-plan.js';
 import { loadManifestSet } from './manifest-set.js';
 import { readReceipt } from './receipt.js';
@@ -47,10 +47,7 @@ export async function checkPlanOnCluster(
     () => operator.version.getCode(),
     'check --kubeconfig/--context and that the API server is up',
   );
-  if (!isSupportedKubernetes(version.major, version.minor))
-    refusals.push(
-      `the API server is Kubernetes ${version.gitVersion}; baton needs 1.${MIN_KUBERNETES_MINOR} or newer (ValidatingAdmissionPolicy v1); upgrade the cluster`,
-    );
+  if (!isSupportedKubernetes(version.major, version.minor)) refusals.push(olderClusterReason(version));
   const core = await kubeCall('discover core/v1 resources', () => operator.core.getAPIResources());
   if (!core.resources.some((r) => r.name === 'serviceaccounts/token'))
     refusals.push(

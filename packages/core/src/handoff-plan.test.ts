@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +73,7 @@ describe('handoff plan', () => {
 
 describe('the controller block from the profile', () => {
   const profileDir = fileURLToPath(new URL('../../../bootstrap-manifests/flux', import.meta.url));
+  const controllerManifests = fileURLToPath(new URL('../../../test/fixtures/handoff/controller', import.meta.url));
   const bare = {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',
@@ -115,7 +116,9 @@ describe('the controller block from the profile', () => {
   });
 
   it('names the missing field and where to set it when no profile gives the block', () => {
-    const { takeover: _t, ...noProfile } = bare;
+    const { takeover: _t, ...rest } = bare;
+    // A folder of manifests without rules/profile.yaml.
+    const noProfile = { ...rest, push: { ...rest.push, manifests: controllerManifests } };
     expect(() => parseHandoffPlan(noProfile, 'p.yaml')).toThrow(ConfigError);
     expect(() => parseHandoffPlan(noProfile, 'p.yaml')).toThrow(
       /^p\.yaml: invalid handoff plan: controller\.name is missing and no controller profile gives it .*set controller\.name in the plan/,
@@ -124,6 +127,34 @@ describe('the controller block from the profile', () => {
     expect(() => parseHandoffPlan({ ...noProfile, controller: block }, 'p.yaml')).toThrow(
       /pull\.credential\.secretName is missing/,
     );
+  });
+});
+
+describe('a push.manifests folder that is not there', () => {
+  const base = {
+    apiVersion: 'baton.dev/v1alpha1',
+    kind: 'HandoffPlan',
+    cluster: { name: 'c' },
+    push: { credential: 'bootstrap-token', profile: 'flux', manifests: './push' },
+    pull: { credential: { fromFile: './pull.yaml' }, source: { url: 'http://git.example/c.git' } },
+    audit: { logPath: './a.log', signingKeyPath: './a.key' },
+  };
+
+  it('is named as such, not as a missing controller field (issue 28)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-plan-'));
+    try {
+      expect(() => parseHandoffPlan(base, join(dir, 'plan.yaml'), dir)).toThrow(
+        `push.manifests ${join(dir, 'push')} does not exist; point push.manifests (relative to the plan) at the folder of the manifests to push`,
+      );
+      mkdirSync(join(dir, 'push'));
+      writeFileSync(join(dir, 'push', 'README.md'), 'not a manifest');
+      expect(() => parseHandoffPlan(base, join(dir, 'plan.yaml'), dir)).toThrow(
+        `push.manifests ${join(dir, 'push')} holds no manifest (*.yaml, *.yml or *.json)`,
+      );
+      expect(() => parseHandoffPlan(base, join(dir, 'plan.yaml'), dir)).not.toThrow(/controller\.name is missing/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

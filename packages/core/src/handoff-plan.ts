@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
@@ -218,6 +218,13 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
   const manifests = abs(p.push.manifests);
   const takeover = { ...p.takeover, ...(p.takeover.profile ? { profile: abs(p.takeover.profile) } : {}) };
   const profile = takeover.profile ? loadProfile(takeover.profile) : findProfile(manifests);
+  // Without a profile, the cause of every missing field below may be a folder that is not there: say that first.
+  const missing = profile ? undefined : manifestsProblem(manifests);
+  if (missing)
+    throw new ConfigError(
+      `${file}: push.manifests ${manifests} ${missing}; point push.manifests (relative to the plan) at the folder of the manifests to push (baton init writes it as push/)`,
+      { details: { file, issues: [{ path: 'push.manifests', message: missing }] } },
+    );
   const controller = resolveController(p, profile, file);
   return {
     file,
@@ -307,6 +314,18 @@ function resolveController(p: ParsedPlan, loaded: LoadedProfile | undefined, fil
       },
     );
   return resolved;
+}
+
+/** What is wrong with a `push.manifests` folder, or undefined when it holds manifests. */
+function manifestsProblem(dir: string): string | undefined {
+  let files: string[];
+  try {
+    if (!statSync(dir).isDirectory()) return 'is not a folder';
+    files = readdirSync(dir);
+  } catch {
+    return 'does not exist';
+  }
+  return files.some((f) => /\.(ya?ml|json)$/.test(f)) ? undefined : 'holds no manifest (*.yaml, *.yml or *.json)';
 }
 
 /** `value`, else the profile's `fallback`; neither is a ConfigError saying where to set it. */

@@ -44,6 +44,7 @@ export {
   clientsFromKubeConfig,
   clientsFromKubeconfigContent,
   clientsFromKubeconfigFile,
+  clientsFromKubeconfigFiles,
   clientsFromToken,
   clientsImpersonating,
   DEFAULT_REQUEST_TIMEOUT_MS,

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { dirname } from 'node:path';
 import { ConfigError } from '@baton/errors';
@@ -199,6 +200,50 @@ export function clientsFromKubeconfigFile(path: string, context?: string): KubeC
   }
   useContext(kc, `kubeconfig ${path}`, context);
   return clientsFromKubeConfig(kc, { baseDir: dirname(path) });
+}
+
+/**
+ * Loads a kubeconfig list the way kubectl merges `KUBECONFIG=a:b`: files that do not exist are skipped; for every
+ * cluster, user and context name the first file that defines it wins; `current-context` comes from the first file that
+ * sets one; relative certificate paths resolve against their own file's folder (a relative exec command against the
+ * first file's). One path is {@link clientsFromKubeconfigFile}.
+ * @throws {ConfigError} when no file of the list exists, one cannot be read, or the context does not exist.
+ */
+export function clientsFromKubeconfigFiles(paths: readonly string[], context?: string): KubeClients {
+  const present = paths.filter((p) => existsSync(p));
+  if (present.length === 0)
+    throw new ConfigError(
+      `none of the kubeconfig files ${paths.join(', ')} exists (KUBECONFIG); pass --kubeconfig with a readable file`,
+    );
+  if (present.length === 1) return clientsFromKubeconfigFile(present[0] ?? '', context);
+  const clusters: k8s.Cluster[] = [];
+  const users: k8s.User[] = [];
+  const contexts: k8s.Context[] = [];
+  let current = '';
+  for (const path of present) {
+    const kc = new k8s.KubeConfig();
+    try {
+      kc.loadFromFile(path);
+    } catch (err) {
+      throw new ConfigError(
+        `cannot load kubeconfig ${path}: ${(err as Error).message}; fix or remove it from KUBECONFIG`,
+        {
+          cause: err,
+        },
+      );
+    }
+    const add = <T extends { name: string }>(into: T[], from: readonly T[]) => {
+      for (const x of from) if (!into.some((y) => y.name === x.name)) into.push(x);
+    };
+    add(clusters, kc.getClusters());
+    add(users, kc.getUsers());
+    add(contexts, kc.getContexts());
+    current ||= kc.getCurrentContext() ?? '';
+  }
+  const merged = new k8s.KubeConfig();
+  merged.loadFromOptions({ clusters, users, contexts, currentContext: current });
+  useContext(merged, `kubeconfig ${present.join(':')}`, context);
+  return clientsFromKubeConfig(merged, { baseDir: dirname(present[0] ?? '') });
 }
 
 /**

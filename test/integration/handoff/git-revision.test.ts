@@ -1,9 +1,11 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveGitRevision } from '@baton/core';
+import { fileURLToPath } from 'node:url';
+import { createHandoffDeps, parseHandoffPlan, resolveGitRevision } from '@baton/core';
 import { ConfigError } from '@baton/errors';
+import type { KubeClients } from '@baton/kube';
 import { type GitServer, startGitServer } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -69,5 +71,44 @@ describe('resolveGitRevision against the real Git server', () => {
     expect((err as Error).message).toMatch(/^cannot resolve main of --upload-pack=touch .*; check pull\.source/);
     expect(existsSync(marker)).toBe(false);
     expect(await readdir(process.cwd())).toEqual(before);
+  });
+});
+
+describe("an unpinned ref is resolved with the plan's pull credential (issue 28)", () => {
+  const profile = fileURLToPath(new URL('../../../bootstrap-manifests/baton-controller', import.meta.url));
+  const planWith = (password: string) => {
+    writeFileSync(join(dir, 'pull.yaml'), `username: ${git.credentials.username}\npassword: ${password}\n`, {
+      mode: 0o600,
+    });
+    return parseHandoffPlan(
+      {
+        apiVersion: 'baton.dev/v1alpha1',
+        kind: 'HandoffPlan',
+        cluster: { name: 'c' },
+        push: { credential: 'bootstrap-token', profile: 'baton-controller', manifests: profile },
+        pull: { credential: { fromFile: './pull.yaml' }, source: { url: git.repoUrl(repo), ref: 'main' } },
+        audit: { logPath: './a.log', signingKeyPath: './a.key' },
+      },
+      join(dir, 'plan.yaml'),
+      dir,
+    );
+  };
+
+  it('baton up resolves main with the plan credential alone, no environment variable needed', async () => {
+    const deps = createHandoffDeps(planWith(git.credentials.password), {} as KubeClients);
+    expect(await deps.resolveRevision({ url: git.repoUrl(repo), ref: 'main' })).toBe(mainSha);
+  });
+
+  it('a wrong plan credential fails naming the URL and the ref, never the password', async () => {
+    const deps = createHandoffDeps(planWith('not-the-password-8e1f'), {} as KubeClients);
+    const err = await deps.resolveRevision({ url: git.repoUrl(repo), ref: 'main' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain(`cannot resolve main of ${git.repoUrl(repo)}`);
+    expect((err as Error).message).not.toContain('not-the-password-8e1f');
+  });
+
+  it('an explicit credential (BATON_GIT_USERNAME/PASSWORD in the CLI) wins over the plan', async () => {
+    const deps = createHandoffDeps(planWith('not-the-password-8e1f'), {} as KubeClients, { gitAuth: auth() });
+    expect(await deps.resolveRevision({ url: git.repoUrl(repo), ref: 'main' })).toBe(mainSha);
   });
 });

@@ -1,30 +1,40 @@
+import { delimiter, join } from 'node:path';
 import { createHandoffDeps, type HandoffDeps, type LoadedPlan, type Logger } from '@baton/core';
 import { ConfigError } from '@baton/errors';
-import { clientsFromKubeconfigContent, clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
+import {
+  clientsFromKubeconfigContent,
+  clientsFromKubeconfigFile,
+  clientsFromKubeconfigFiles,
+  type KubeClients,
+} from '@baton/kube';
 
 /**
  * Resolves the operator's kubeconfig as kubectl does: --kubeconfig, then the plan (a path, or the text inline), then
- * $KUBECONFIG, then ~/.kube/config.
+ * $KUBECONFIG (a list merged by kubectl's rules; empty means unset), then ~/.kube/config.
  */
 export function operatorClients(
   plan: LoadedPlan | undefined,
   kubeconfig: string | undefined,
   context: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
 ): KubeClients {
   const inline = plan?.plan.cluster.kubeconfigContent;
   if (kubeconfig === undefined && inline !== undefined)
     return clientsFromKubeconfigContent(inline, context ?? plan?.plan.cluster.context);
-  const path =
-    kubeconfig ??
-    plan?.plan.cluster.kubeconfig ??
-    process.env.KUBECONFIG?.split(':')[0] ??
-    `${process.env.HOME ?? ''}/.kube/config`;
-  if (!path)
+  const ctx = context ?? plan?.plan.cluster.context;
+  const path = kubeconfig ?? plan?.plan.cluster.kubeconfig;
+  if (path) return clientsFromKubeconfigFile(path, ctx);
+  const list = (env.KUBECONFIG ?? '').split(delimiter).filter((p) => p !== '');
+  if (list.length > 0) return clientsFromKubeconfigFiles(list, ctx);
+  if (!env.HOME)
     throw new ConfigError('no kubeconfig: pass --kubeconfig, set cluster.kubeconfig in the plan, or set KUBECONFIG');
-  return clientsFromKubeconfigFile(path, context ?? plan?.plan.cluster.context);
+  return clientsFromKubeconfigFile(join(env.HOME, '.kube', 'config'), ctx);
 }
 
-/** The real collaborators of a CLI handoff. Git credentials for resolving the ref come from BATON_GIT_USERNAME/PASSWORD. */
+/**
+ * The real collaborators of a CLI handoff. An unpinned `pull.source.ref` is resolved with the plan's pull credential;
+ * BATON_GIT_USERNAME and BATON_GIT_PASSWORD, when both are set, override it (a CI token that may list refs).
+ */
 export function cliHandoffDeps(
   loaded: LoadedPlan,
   operator: KubeClients,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isSupportedKubernetes, kubernetesSupport } from './preflight.js';
+import { isSupportedKubernetes, kubernetesSupport, olderClusterReason } from './preflight.js';
 
 describe('kubernetesSupport', () => {
   it('takes the tested minors 1.34 to 1.37, as plain and as managed services stamp them', () => {
@@ -28,5 +28,13 @@ describe('kubernetesSupport', () => {
     expect(isSupportedKubernetes('1', '34')).toBe(true);
     expect(isSupportedKubernetes('1', '38')).toBe(true);
     expect(isSupportedKubernetes('1', '33')).toBe(false);
+  });
+
+  it('refuses an older server for the tested range, not for a missing API (ValidatingAdmissionPolicy v1 is GA since 1.30)', () => {
+    const reason = olderClusterReason({ major: '1', minor: '31', gitVersion: 'v1.31.4' });
+    expect(reason).toContain('Kubernetes v1.31.4, older than every version baton is tested on (1.34');
+    expect(reason).toContain('baton needs 1.34 or newer');
+    expect(reason).not.toContain('ValidatingAdmissionPolicy v1');
+    expect(reason).toMatch(/upgrade the cluster to 1\.34 or newer$/);
   });
 });

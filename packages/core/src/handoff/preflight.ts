@@ -48,6 +48,16 @@ export function kubernetesSupport(version: {
   return minor > MAX_TESTED_KUBERNETES_MINOR ? 'newer' : 'tested';
 }
 
+/**
+ * Why an older API server is refused (by `baton up` and `baton plan` alike): not a missing API (ValidatingAdmissionPolicy
+ * v1 is GA since 1.30, TokenRequest since 1.22) but the tested range: the confinement's CEL and the scope checks are
+ * proven on the tested minors only.
+ */
+export function olderClusterReason(version: { gitVersion?: string; major: string; minor: string }): string {
+  const v = version.gitVersion || `${version.major}.${version.minor}`;
+  return `the API server is Kubernetes ${v}, older than every version baton is tested on (${TESTED_LIST}); baton needs 1.${MIN_KUBERNETES_MINOR} or newer, the oldest minor on which its confinement of the bootstrap credential is proven by the compatibility suite (docs/compatibility.md); upgrade the cluster to 1.${MIN_KUBERNETES_MINOR} or newer`;
+}
+
 /** Whether a `/version` major and minor (`1`, `36+`) is the oldest tested minor or newer. */
 export function isSupportedKubernetes(major: string, minor: string): boolean {
   return kubernetesSupport({ major, minor }) !== 'older';
@@ -68,11 +78,7 @@ export async function checkCluster(run: HandoffRun): Promise<void> {
     'check --kubeconfig/--context and that the API server is up',
   );
   const support = kubernetesSupport(version);
-  if (support === 'older') {
-    throw new KubeApiError(
-      `the API server is Kubernetes ${version.gitVersion || `${version.major}.${version.minor}`}, older than every version baton is tested on (${TESTED_LIST}); baton needs 1.${MIN_KUBERNETES_MINOR} or newer, where its confinement of the bootstrap credential (ValidatingAdmissionPolicy CEL, TokenRequest) is proven; upgrade the cluster to 1.${MIN_KUBERNETES_MINOR} or newer`,
-    );
-  }
+  if (support === 'older') throw new KubeApiError(olderClusterReason(version));
   if (support === 'newer') {
     run.log.warn(
       { serverVersion: version.gitVersion, testedMinors: TESTED_LIST },

@@ -1,0 +1,70 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBaton } from '../../support/handoff-run.js';
+
+// Issue 28: `baton up -o json` prints exactly one JSON object on stdout whatever happens, a refusal before anything is
+// created included, so a pipeline can parse it; the message still goes to stderr and the exit code says which kind.
+const FIXTURES = fileURLToPath(new URL('../../fixtures/handoff/', import.meta.url));
+let dir: string;
+let server: Server;
+let port = 0;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'baton-up-refusal-'));
+  cpSync(FIXTURES, dir, { recursive: true });
+  // An API server address that accepts a connection and closes it at once: the preflight cannot read /version.
+  server = createServer((s) => s.destroy());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as { port: number }).port;
+  writeFileSync(
+    join(dir, 'kubeconfig'),
+    `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: false}}]\nusers: [{name: u, user: {token: not-a-real-token}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+  );
+});
+
+afterAll(async () => {
+  await new Promise((r) => server?.close(r));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const fail = (args: string[]) =>
+  runBaton(args).then(
+    () => {
+      throw new Error(`baton ${args.join(' ')} exited 0`);
+    },
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+
+describe('baton up -o json when the run is refused', () => {
+  it('a plan that does not exist: one JSON object, outcome refused, errorCode config, exit 2', async () => {
+    const e = await fail(['up', '--plan', join(dir, 'nope.yaml'), '-o', 'json']);
+    expect(e.code).toBe(2);
+    const o = JSON.parse(e.stdout) as { outcome: string; errorCode: string; error: string };
+    expect(o.outcome).toBe('refused');
+    expect(o.errorCode).toBe('config');
+    expect(o.error).toContain('nope.yaml');
+    expect(e.stderr).toContain('nope.yaml');
+  });
+
+  it('a cluster the preflight cannot reach: one JSON object naming it, exit 1, and no credential in it', async () => {
+    const e = await fail([
+      'up',
+      '--plan',
+      join(dir, 'plan.yaml'),
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '-o',
+      'json',
+    ]);
+    expect(e.code).toBe(1);
+    const o = JSON.parse(e.stdout) as { outcome: string; errorCode: string; error: string };
+    expect(o.outcome).toBe('refused');
+    expect(o.errorCode).toBe('kube-api');
+    expect(o.error).toContain('read the API server version');
+    expect(`${e.stdout}${e.stderr}`).not.toContain('not-a-real-token');
+  });
+});
