@@ -262,7 +262,7 @@ svg .grid{stroke:#eef1f5}svg .failed-row{fill:#ffebee}
 table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);white-space:nowrap}
 th{background:#f7f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.failed td{background:#fff3f3}
-.badge{border-radius:10px;padding:1px 8px;font-size:11.5px;color:#fff}.badge.handed-off{background:#2e7d32}.badge.failed{background:var(--bad)}.badge.aborted{background:#ef8f00}
+.badge{border-radius:10px;padding:1px 8px;font-size:11.5px;color:#fff}.badge.handed-off{background:#2e7d32}.badge.failed{background:var(--bad)}.badge.aborted{background:#ef8f00}.badge.tampered{background:#6a1b9a}
 .fleet-run{margin:12px 0 18px}.fleet-run h3{font-size:15px;margin:0 0 4px}
 td.names{white-space:normal}.c{display:inline-block;border-radius:3px;padding:0 4px;margin:1px;font-size:11.5px;background:#f3f5f8}
 .c.handed-off,.c.already-handed-off{background:#e8f5e9}.c.failed,.c.aborted{background:#ffebee;color:var(--bad)}.c.not-started{color:var(--muted);text-decoration:line-through}

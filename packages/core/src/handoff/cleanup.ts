@@ -50,7 +50,7 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
     return completeKilledHandoff(run, found, removedByRun, listedAt, revision);
   }
   await recordCrashedRuns(run, removedByRun, revision);
-  if (!mayBeKilled) await pushOnlyWhatPullDoesNotOwn(run, revision);
+  skipWhatPullOwns(run, found ?? (await checkTakeover(operator, plan, set, revision)));
   run.fact(
     `revision ${revision.slice(0, 12)}; ${run.leftoversRemoved.length > 0 ? `${run.leftoversRemoved.length} leftover objects removed` : 'nothing left behind'}`,
   );
@@ -60,24 +60,23 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
 }
 
 /**
- * A cluster whose controller already took over at `revision` without a handed-off receipt (a run that ended failed,
- * or tampered and repaired, before it): what the controller owns is operated by pull and never pushed again; the run
- * pushes only the plan's push-only objects (its Secrets, and what the profile marks push-only), confined to them, so
- * its credential is still minted, confined, revoked and proven. With no push-only object, it pushes the whole set.
+ * On a cluster whose controller already owns pushed objects (a run before this one ended failed, or tampered and
+ * repaired, after the controller took over): what pull owns is never pushed again ("push is for install; pull is for
+ * operate"), and pushing it would conflict with the controller's fields. The run pushes only the rest (the push-only
+ * objects, its Secrets among them, and anything not owned yet), confined to exactly that, so its credential is still
+ * minted, confined, revoked and proven, and the takeover is checked over the whole set. Nothing owned: the whole set.
  */
-async function pushOnlyWhatPullDoesNotOwn(run: HandoffRun, revision: string): Promise<void> {
+function skipWhatPullOwns(run: HandoffRun, state: { readonly ownedObjects: readonly string[] }): void {
   const set = run.set;
-  if (!set) return;
-  const state = await checkTakeover(run.deps.operator, run.plan, set, revision);
-  if (!state.isComplete) return;
-  const pushOnly = new Set(set.pushOnly);
-  const objects = set.objects.filter((m) => pushOnly.has(describeObject(m.object)));
-  if (objects.length === 0) return;
+  if (!set || state.ownedObjects.length === 0) return;
+  const owned = new Set(state.ownedObjects);
+  const objects = set.objects.filter((m) => !owned.has(describeObject(m.object)));
+  if (objects.length === 0 || objects.length === set.objects.length) return;
   run.pushSet = { ...set, objects, digest: setDigest(objects) };
   run.rules = computeBootstrapRules(objects.map((m) => m.object));
   run.log.info(
-    { revision, pushed: objects.length, owned: state.ownedObjects.length, rules: flattenRules(run.rules).length },
-    'the controller already took over: pushing only what it does not own',
+    { pushed: objects.length, owned: owned.size, rules: flattenRules(run.rules).length },
+    'the controller already owns part of the set: pushing only the rest',
   );
 }
 

@@ -154,12 +154,15 @@ async function awaitConfinementActive(run: HandoffRun, username: string): Promis
   c.activeWaitMs = Math.round(run.clock.monotonicMs() - t0);
 }
 
-// A push without a ServiceAccount (a repair's, or only the push-only objects) gives RBAC no ServiceAccount create for
-// the usual probe: it probes with its own first namespaced kind.
+// A push without a ServiceAccount in the controller's namespace (a repair's, or only what pull does not own) gives RBAC
+// no ServiceAccount create there for the usual probe: it probes with its first namespaced kind that RBAC lets it
+// create as such (a Role or RoleBinding would be refused for escalation before admission sees it).
+const RBAC_KINDS = ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 function probeLike(run: HandoffRun): KubeObject | undefined {
   const objects = run.toPush()?.objects.map((m) => m.object) ?? [];
-  if (objects.some((o) => o.kind === 'ServiceAccount')) return undefined;
-  return objects.find((o) => o.metadata.namespace);
+  const ns = run.plan.controller.namespace;
+  if (objects.some((o) => o.kind === 'ServiceAccount' && o.metadata.namespace === ns)) return undefined;
+  return objects.find((o) => o.metadata.namespace && !RBAC_KINDS.includes(o.kind));
 }
 
 const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not compute';
