@@ -6,7 +6,7 @@ import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFro
 import { LineCounter, parse, parseAllDocuments } from 'yaml';
 import { canonicalJson } from './canonical-json.js';
 import type { HandoffPlan } from './handoff-plan.js';
-import { findProfile, type LoadedProfile, loadProfile, pushOnlyReason } from './profile.js';
+import { findProfile, type LoadedProfile, loadProfile, pushOnlyReason, type SecretRef } from './profile.js';
 
 /** One object of the manifest set, with where it came from. */
 export interface ManifestObject {
@@ -117,7 +117,7 @@ export function validateManifestSet(
   const set = new DeclaredObjects(objects);
   checkInstallRules(objects, set, plan, violations);
   checkRequiredObjects(set, plan, violations);
-  checkSecretReferences(objects, violations);
+  checkSecretReferences(objects, violations, profile?.profile.secretRefs ?? []);
   const controllerImage = controllerImageOf(objects, plan, violations, profile);
   if (profile) checkProfile(profile, plan, violations);
   if (violations.problems.length > 0) {
@@ -368,20 +368,22 @@ interface SecretReadingContainer {
  * optional) is one the push creates, with the key read: otherwise the pod waits in CreateContainerConfigError on a
  * real node and the takeover only times out. Checked before anything is created.
  */
-function checkSecretReferences(objects: readonly ManifestObject[], violations: Violations): void {
+function checkSecretReferences(
+  objects: readonly ManifestObject[],
+  violations: Violations,
+  refs: readonly SecretRef[],
+): void {
   const secrets = new Map(
     objects.filter((m) => m.object.kind === 'Secret').map((m) => [m.object.metadata.name, secretKeys(m.object)]),
   );
   const fix =
     'declare it in the plan (push.secrets: a file with its keys; with Pulumi, the pushSecrets input or stack config), or mark the reference optional: true';
   for (const m of objects) {
-    for (const { name, via, key } of requiredSecrets(m.object)) {
+    for (const { name, via, key, isController } of requiredSecrets(m.object, refs)) {
       const keys = secrets.get(name);
+      const stalls = isController ? 'so the controller would stall on it' : 'so its pod would never start';
       if (!keys)
-        violations.refuse(
-          m,
-          `needs Secret ${name} (${via}), which the push does not create, so its pod would never start; ${fix}`,
-        );
+        violations.refuse(m, `needs Secret ${name} (${via}), which the push does not create, ${stalls}; ${fix}`);
       else if (key !== undefined && !(key in keys))
         violations.refuse(
           m,
@@ -393,12 +395,16 @@ function checkSecretReferences(objects: readonly ManifestObject[], violations: V
 
 /**
  * The Secrets the set's workloads cannot start without (non-optional references), each with the keys its env reads
- * (none for a Secret read whole, through `envFrom` or a volume): what a plan must push. `baton init` writes them.
+ * (none for a Secret read whole, through `envFrom` or a volume), and those the profile's `secretRefs` name (a
+ * GitSync's webhook Secret): what a plan must push. `baton init` writes them.
  */
-export function secretsReadByWorkloads(objects: readonly KubeObject[]): { name: string; keys: string[] }[] {
+export function secretsReadByWorkloads(
+  objects: readonly KubeObject[],
+  refs: readonly SecretRef[] = [],
+): { name: string; keys: string[] }[] {
   const out = new Map<string, Set<string>>();
   for (const o of objects) {
-    for (const { name, key } of requiredSecrets(o)) {
+    for (const { name, key } of requiredSecrets(o, refs)) {
       const keys = out.get(name) ?? new Set<string>();
       if (key) keys.add(key);
       out.set(name, keys);
@@ -407,9 +413,36 @@ export function secretsReadByWorkloads(objects: readonly KubeObject[]): { name: 
   return [...out].map(([name, keys]) => ({ name, keys: [...keys].sort() }));
 }
 
-/** The Secrets (and keys) a workload's pods cannot start without: their non-optional references (none for other kinds). */
-function requiredSecrets(o: KubeObject): { name: string; via: string; key?: string }[] {
-  const out: { name: string; via: string; key?: string }[] = [];
+/**
+ * The Secrets (and keys) an object needs: a workload's pods their non-optional references; an object of a kind the
+ * profile's `secretRefs` name, the Secret in that field (`isController`: the controller reads it, not a pod).
+ */
+function requiredSecrets(o: KubeObject, refs: readonly SecretRef[] = []): SecretNeed[] {
+  return [...controllerSecrets(o, refs), ...podSecrets(o)];
+}
+
+interface SecretNeed {
+  readonly name: string;
+  readonly via: string;
+  readonly key?: string;
+  readonly isController?: boolean;
+}
+
+/** The Secrets the profile's `secretRefs` name in `o`'s fields (non-optional ones). */
+function controllerSecrets(o: KubeObject, refs: readonly SecretRef[]): SecretNeed[] {
+  const out: SecretNeed[] = [];
+  for (const ref of refs.filter((r) => r.kind === o.kind && !r.optional)) {
+    const name = ref.field.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], o);
+    if (typeof name !== 'string' || !name) continue;
+    if (ref.keys.length === 0) out.push({ name, via: ref.field, isController: true });
+    for (const key of ref.keys) out.push({ name, via: ref.field, key, isController: true });
+  }
+  return out;
+}
+
+/** The Secrets (and keys) a workload's pods cannot start without: their non-optional references. */
+function podSecrets(o: KubeObject): SecretNeed[] {
+  const out: SecretNeed[] = [];
   if (o.kind !== 'Deployment' && o.kind !== 'StatefulSet') return out;
   const pod = (o as { spec?: { template?: { spec?: PodTemplateSecrets } } }).spec?.template?.spec ?? {};
   const need = (ref: { optional?: boolean } | undefined, name: string | undefined, via: string, key?: string) => {

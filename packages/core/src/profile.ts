@@ -64,6 +64,21 @@ const PushOnlyRuleSchema = z.strictObject({
 });
 
 /**
+ * A field of one of the profile's kinds that names a Secret the controller reads (a GitSync's `spec.secretRef.name`,
+ * a Flux GitRepository's): the push must create that Secret, with these keys (issue 28: a GitSync named a webhook
+ * Secret no plan created, and the takeover only timed out).
+ */
+const SecretRefSchema = z.strictObject({
+  kind: z.string().min(1),
+  field: z.string().min(1).describe('dotted path to the Secret name, e.g. spec.webhookSecretRef.name'),
+  keys: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('keys the controller reads (baton init writes random values for them); empty: any'),
+  optional: z.boolean().default(false).describe('the controller runs without it (then a missing one is allowed)'),
+});
+
+/**
  * What a plan's `controller` block (and `pull.credential.secretName`) says of this controller by default. The
  * namespace is the profile's, the status object its `revision` rule's, the field manager its first `fieldManagers`.
  */
@@ -134,6 +149,10 @@ export const ProfileSchema = z
       .default([])
       .describe('field managers the controller applies with; the plan’s controller.fieldManager must be one'),
     pushOnly: z.array(PushOnlyRuleSchema).default([]),
+    secretRefs: z
+      .array(SecretRefSchema)
+      .default([])
+      .describe('fields of the profile’s kinds that name Secrets the push must create'),
     controller: ControllerBlockSchema.optional().describe(
       'the plan’s controller block as this profile installs it: a plan may omit it and override any field',
     ),
@@ -149,6 +168,8 @@ export const ProfileSchema = z
 
 /** A validated profile. */
 export type Profile = z.infer<typeof ProfileSchema>;
+/** A field of a profile's kind that names a Secret the push must create. */
+export type SecretRef = Profile['secretRefs'][number];
 /** One revision rule of a profile. */
 export type RevisionRule = Profile['revision'];
 /** One field of the push set that names the Git source. */

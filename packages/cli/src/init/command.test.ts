@@ -60,6 +60,20 @@ describe('baton init', () => {
     expect(preview.objects).toContain('Deployment/baton-system/baton-controller');
     expect(preview.objects).toContain('Secret/baton-system/baton-pull-credential');
     expect(readFileSync(plan.audit.signingKeyPath, 'utf8').length).toBeGreaterThan(0);
+    // The GitSync's webhookSecretRef names baton-webhook: the plan pushes it, with a random key (issue 28: before, no
+    // plan created it and the controller stalled until the takeover timed out).
+    expect(r.pushSecretPaths).toEqual([join(dir, 'baton-webhook.yaml')]);
+    expect(plan.push.secrets).toEqual([{ name: 'baton-webhook', fromFile: join(dir, 'baton-webhook.yaml') }]);
+    const key = (parse(readFileSync(r.pushSecretPaths[0]!, 'utf8')) as { secret: string }).secret;
+    expect(key).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(statSync(r.pushSecretPaths[0]!).mode & 0o777).toBe(0o600);
+    expect(r.text).not.toContain(key);
+    expect(preview.objects).toContain('Secret/baton-system/baton-webhook');
+    // Without it, plan and up refuse the set naming the GitSync, the field and the fix.
+    writeFileSync(join(dir, 'plan.yaml'), r.text.replace(/^ {2}secrets:\n.*\n/m, ''));
+    expect(() => previewHandoff(loadHandoffPlan(join(dir, 'plan.yaml')))).toThrow(
+      /GitSync "baton-system\/baton-controller" needs Secret baton-webhook \(spec\.webhookSecretRef\.name\), which the push does not create, so the controller would stall on it; declare it in the plan/,
+    );
   });
 
   it('renders Flux for the source and lets the plan override the profile’s controller block', async () => {

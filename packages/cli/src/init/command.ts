@@ -82,9 +82,10 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     );
   const pushSecrets = writePushSecrets(
     dir,
-    secretsReadByWorkloads(readManifestDir(pushDir).map((m) => m.object)).filter(
-      (x) => x.name !== profile.controller?.pullSecret,
-    ),
+    secretsReadByWorkloads(
+      readManifestDir(pushDir).map((m) => m.object),
+      profile.secretRefs,
+    ).filter((x) => x.name !== profile.controller?.pullSecret),
   );
   const signingKeyPath = resolve(dir, 'audit', 'baton.key');
   if (!existsSync(signingKeyPath)) await writeNewSigningKey({ out: resolve(dir, 'audit'), name: 'baton' });
