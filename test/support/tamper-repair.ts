@@ -75,29 +75,31 @@ export async function runWithThief(
     stdout += d;
     for (const m of String(d).matchAll(/held at close (\d+) (\S+)/g)) {
       const [, n, sa] = m;
-      acting = acting.then(async () => {
-        const token = await stealToken(admin, 'baton-system', sa ?? '');
-        stolen.push(token);
-        const { out, attempt, apply } = attacker(bed.kubeconfigPath, token);
-        const value = Buffer.from(THIEF_VALUE).toString('base64');
-        for (const secret of target.secrets) {
-          const live = await admin.core.readNamespacedSecret(secret);
-          await attempt(`rewrite ${secret.name} at close ${n}`, () =>
-            apply({
-              apiVersion: 'v1',
-              kind: 'Secret',
-              metadata: { ...secret, ...(live.metadata?.labels ? { labels: live.metadata.labels } : {}) },
-              type: live.type ?? 'Opaque',
-              data: Object.fromEntries(Object.keys(live.data ?? {}).map((k) => [k, value])),
-            }),
-          );
-        }
-        Object.assign(attempts, out);
-        child.kill('SIGCONT');
-      });
+      acting = acting.then(() => actAsThief(n ?? '', sa ?? '').finally(() => child.kill('SIGCONT')));
     }
   });
-  const exitCode = await exited;
+  const actAsThief = async (n: string, sa: string) => {
+    const token = await stealToken(admin, 'baton-system', sa);
+    stolen.push(token);
+    const { out, attempt, apply } = attacker(bed.kubeconfigPath, token);
+    const value = Buffer.from(THIEF_VALUE).toString('base64');
+    for (const secret of target.secrets) {
+      const live = await admin.core.readNamespacedSecret(secret);
+      await attempt(`rewrite ${secret.name} at close ${n}`, () =>
+        apply({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { ...secret, ...(live.metadata?.labels ? { labels: live.metadata.labels } : {}) },
+          type: live.type ?? 'Opaque',
+          data: Object.fromEntries(Object.keys(live.data ?? {}).map((k) => [k, value])),
+        }),
+      );
+    }
+    Object.assign(attempts, out);
+  };
+  // A run that never ends (a stopped child nobody resumes) is killed, so no process outlives the test.
+  const guard = setTimeout(() => child.kill('SIGKILL'), 480_000);
+  const exitCode = await exited.finally(() => clearTimeout(guard));
   await acting;
   const line = stdout.split('\n').find((l) => l.startsWith('summary '));
   if (!line) throw new Error(`the held run printed no summary (exit ${exitCode}):\n${stderr.slice(-4000)}`);

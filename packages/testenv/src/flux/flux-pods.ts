@@ -55,7 +55,9 @@ function fluxProcess(portCount: number, extra: (p: LocalPod, ports: number[]) =>
  * Plays kubelet for Flux on a testenv cluster: when source-controller's or kustomize-controller's pod is Running on
  * a kwok node, runs the binary built from Go modules as a local process with that pod's bound ServiceAccount token.
  * source-controller serves its artifacts on a loopback port and advertises it (`--storage-adv-addr`), which is
- * where kustomize-controller downloads them from, as it would from the `source-controller` Service in a cluster.
+ * where kustomize-controller downloads them from, as it would from the `source-controller` Service in a cluster. Like
+ * a Service's address, that port stays the same for every source-controller pod of the bed: a replaced pod (a
+ * restart) serves at the address its artifacts' URLs already name.
  * @throws ProcessError when the admin kubeconfig cannot be read.
  */
 export async function startFluxPods(options: StartFluxPodsOptions): Promise<FluxPods> {
@@ -64,19 +66,20 @@ export async function startFluxPods(options: StartFluxPodsOptions): Promise<Flux
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
   };
   const runners: PodRunner[] = [];
+  const [storagePort] = await freePorts(1);
   try {
     runners.push(
       await startPodRunner({
         ...common,
         imagePrefix: FLUX_IMAGES.sourceController,
         command: [options.controllers.sourceController],
-        localProcess: fluxProcess(3, async (p, ports) => {
+        localProcess: fluxProcess(2, async (p) => {
           // Its /data emptyDir: the storage path must exist before it starts ("invalid dir path").
           await mkdir(join(p.workDir, 'data'), { recursive: true });
           return [
             `--storage-path=${join(p.workDir, 'data')}`,
-            `--storage-addr=127.0.0.1:${ports[2]}`,
-            `--storage-adv-addr=127.0.0.1:${ports[2]}`,
+            `--storage-addr=127.0.0.1:${storagePort}`,
+            `--storage-adv-addr=127.0.0.1:${storagePort}`,
           ];
         }),
       }),
