@@ -102,12 +102,14 @@ describe('baton plan', () => {
       'CustomResourceDefinition/gitsyncs.baton.dev': 'ok',
       'Deployment/baton-system/baton-controller': 'ok',
       'Secret/baton-system/baton-pull-credential': 'ok',
+      // init writes the webhook key the GitSync names, and the plan pushes it (issue 28).
+      'Secret/baton-system/baton-webhook': 'ok',
       'ClusterRoleBinding/baton-controller': 'refused',
       // Its CRD is not served until the push applies it.
       'GitSync/baton-system/baton-controller': 'deferred',
     });
     expect(c.dryRun.find((d) => d.result === 'refused')?.message).toMatch(/roleRef|immutable|cannot change/i);
-    expect(Object.keys(result)).toHaveLength(10);
+    expect(Object.keys(result)).toHaveLength(11);
 
     const events = apiserverRequestsBy(auditLog, operator).slice(before);
     const activity = identityActivity(events);
