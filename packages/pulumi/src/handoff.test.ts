@@ -82,6 +82,8 @@ describe('Handoff (wiring, mocked engine)', () => {
       kubeconfig: 'kubeconfig-text-secret',
       controller: batonController({ source: { url: 'http://git.example/c.git', path: 'clusters/x' }, manifests }),
       pullCredential: { username: 'reader', password: pulumi.output('pw-secret') },
+      // The GitSync names its webhook Secret: a plan without it is refused (issue 28).
+      pushSecrets: { 'baton-webhook': { secret: pulumi.output('whsec-secret') } },
       audit: { logPath: 'audit/handoffs.jsonl', signingKeyPath: 'audit/baton.key' },
     });
     expect(await resolved(h.runId)).toBe('run-1');
