@@ -19,12 +19,21 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 # Debian packages: git (git http-backend serves the test Git repositories), chromium (the audit report test),
-# docker-registry (the local registry the test bed pulls the controller image from).
+# docker-registry (the local registry the test bed pulls images from), and the real node's runtime (below).
 missing=()
 command -v git >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server) # Argo CD's cache in the test bed
+# The real node of a test bed: containerd runs its Pods with runc on a CNI bridge; kube-proxy writes iptables rules
+# (inside the bed's own network namespace only) and reads conntrack.
+[ -x /usr/bin/containerd ] || missing+=(containerd)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing Debian packages: ${missing[*]}"

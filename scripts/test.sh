@@ -10,7 +10,8 @@ rm -f test-results/vitest.json
 pnpm exec vitest run --maxWorkers=1 --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 code=$?
 node scripts/test-summary.mjs test-results/vitest.json || code=1
-# No process started by the tests (hosts, controllers, kube-*, etcd, kwok, git, pulumi) may outlive them.
+# No process started by the tests (hosts, controllers, kube-*, etcd, kwok, git, pulumi) may outlive them, and no
+# real node may leave a namespace, veth, mount, cgroup or host iptables rule behind.
 sleep 1
-env -u BATON_TEST_RUN_ID node scripts/leftover-processes.mjs "$BATON_TEST_RUN_ID" $$ || code=1
+env -u BATON_TEST_RUN_ID node scripts/leftovers.mjs "$BATON_TEST_RUN_ID" $$ || code=1
 exit $code

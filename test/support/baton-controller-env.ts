@@ -1,14 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
 import { type LoadedPlan, loadHandoffPlan } from '@baton/core';
-import { type BatonControllerSide, startBatonControllerSide } from '@baton/testenv';
+import { type BatonControllerSide, type RealNodeInfo, startBatonControllerSide } from '@baton/testenv';
 
 /** bootstrap-manifests/baton-controller: what the push installs and Git carries. */
 export const BATON_CONTROLLER_PROFILE = fileURLToPath(
   new URL('../../bootstrap-manifests/baton-controller', import.meta.url),
 );
 
-/** A plan that hands a cluster to baton's own controller, its Git repository, and the pod runner playing kubelet. */
+/** A plan that hands a cluster to baton's own controller, its Git repository, and what runs its Pod. */
 export interface BatonControllerEnv extends BatonControllerSide {
   readonly loaded: LoadedPlan;
 }
@@ -17,6 +17,8 @@ export interface BatonControllerEnv extends BatonControllerSide {
 export async function createBatonControllerEnv(o: {
   kubeconfigPath: string;
   clusterName?: string;
+  /** The cluster's real node: the controller then runs as a container kubelet pulled by the pinned digest. */
+  realNode?: RealNodeInfo | null;
 }): Promise<BatonControllerEnv> {
   const side = await startBatonControllerSide({
     ...o,

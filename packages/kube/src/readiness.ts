@@ -38,7 +38,9 @@ export async function deploymentState(clients: KubeClients, namespace: string, n
 
 /**
  * Why the Deployment's pods' containers wait, as the kubelet reports it (`ErrImagePull`, `CrashLoopBackOff`, with
- * its message), so that a takeover that times out says so. Best effort: a failed list gives none.
+ * its message, and for a container that ran, how it last ended: exit code, reason and its termination message,
+ * which is the log tail under `FallbackToLogsOnError`), so that a takeover that times out says so. Best effort: a
+ * failed list gives none.
  */
 async function waitingContainers(
   clients: KubeClients,
@@ -53,7 +55,12 @@ async function waitingContainers(
   return (pods?.items ?? []).flatMap((p) =>
     (p.status?.containerStatuses ?? []).flatMap((c) => {
       const w = c.state?.waiting;
-      return w?.reason ? [`pod ${p.metadata?.name} container ${c.name} ${w.reason}: ${w.message ?? ''}`.trim()] : [];
+      if (!w?.reason) return [];
+      const t = c.lastState?.terminated;
+      const last = t
+        ? `; last exited with code ${t.exitCode}${t.reason ? ` (${t.reason})` : ''}${t.message ? `: ${t.message.trim().split('\n').slice(-5).join(' | ').slice(0, 500)}` : ''}`
+        : '';
+      return [`pod ${p.metadata?.name} container ${c.name} ${w.reason}: ${w.message ?? ''}`.trim() + last];
     }),
   );
 }

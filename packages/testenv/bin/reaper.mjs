@@ -2,6 +2,7 @@
 // Watchdog for one local cluster: when the owning process dies without stopping the cluster (a test
 // runner killed with SIGKILL, a crashed CLI), kill every component's process group and remove the data.
 // Plain JS with no dependencies so that it starts in milliseconds and never needs a build step.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -43,6 +44,13 @@ const timer = setInterval(() => {
   killGroups(pids, 'SIGTERM');
   setTimeout(() => {
     killGroups(pids, 'SIGKILL');
+    // A real node's containers, mounts, cgroups and network namespace outlive its processes.
+    try {
+      execFileSync(process.execPath, [new URL('./node-teardown.mjs', import.meta.url).pathname, dir], {
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
+    } catch {}
     if (!state?.keep) rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   }, 3000);

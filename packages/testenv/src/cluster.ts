@@ -25,6 +25,9 @@ import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { writeKwokStages } from './kwok-stages.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
+import { type BedNetwork, createBedNetwork, removeBedNetwork } from './node/bed-network.js';
+import { ensureNodeBinaries, type NodeBinaries } from './node/node-binaries.js';
+import { containerPid, NODE_COMPONENTS, type RealNode, startRealNode, teardownRealNode } from './node/real-node.js';
 import { cacheRoot } from './paths.js';
 import { type CertKeyPair, type ClusterPki, createClusterPki } from './pki.js';
 import { pollUntil } from './poll.js';
@@ -34,8 +37,14 @@ import { freePorts } from './ports.js';
 export interface StartClusterOptions {
   /** Cluster name: lowercase letters, digits and '-'. @default `baton-<random>` */
   readonly name?: string;
-  /** Number of kwok fake nodes. @default 1 */
+  /** Number of kwok fake nodes (with `node: 'kwok'`). @default 1 */
   readonly nodes?: number;
+  /**
+   * `real`: one real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS) and the whole bed inside a network
+   * namespace of its own, reached at the node address; `kwok`: fake nodes on loopback, for tests that need many
+   * nodes and no Pod ever running. @default 'kwok'
+   */
+  readonly node?: 'kwok' | 'real';
   /** Write the apiserver audit log (Metadata level for every request). @default true */
   readonly auditLog?: boolean;
   /** Keep the data directory after stop (for inspection). @default false */
@@ -82,6 +91,27 @@ export interface Cluster {
   stop(): Promise<void>;
   /** Restarts kube-apiserver on the same port and data (etcd keeps the objects). */
   restartApiserver(): Promise<void>;
+  /** The real node, when the cluster has one. */
+  readonly realNode: RealNodeInfo | null;
+}
+
+/** A cluster's real node, as its users see it. */
+export interface RealNodeInfo {
+  readonly nodeName: string;
+  /** The node address (every component of the bed binds it). */
+  readonly nodeIp: string;
+  /** The bed's network namespace (`/run/netns/<netns>`). */
+  readonly netns: string;
+  /** `host:port` of the bed's registry, from which the node pulls (it also serves `ghcr.io/…` by digest). */
+  readonly registryHost: string;
+  /** kubelet start to node Ready, seconds. */
+  readonly readySeconds: number;
+  /** The command line that runs `command` inside the bed's namespace. */
+  wrap(command: string, args: readonly string[]): { command: string; args: string[] };
+  /** The host pid of a running container's first process (`containerd://<id>` from a Pod's status, or the id). */
+  containerPid(containerId: string): number;
+  /** Pushes the image `ref` of an OCI layout to the bed's registry as `repository`; returns its digest. */
+  pushImage(layoutDir: string, repository: string, ref: string): Promise<string>;
 }
 
 /** What `state.json` in a cluster directory records, for `baton testenv ls/down` and the watchdog. */
@@ -97,6 +127,8 @@ export interface ClusterState {
   readonly startedAt: string;
   readonly pids: Record<string, number>;
   readonly versions: Record<string, string>;
+  /** The bed's network namespace, when the cluster has a real node. */
+  readonly netns?: string;
 }
 
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
@@ -142,19 +174,27 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const { name, nodes } = validateStartOptions(options);
   const progress = options.onProgress ?? (() => {});
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
-  const bin =
-    options.binaries ??
-    (await ensureControlPlaneBinaries({
-      onProgress: progress,
-      ...(options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {}),
-    }));
+  const version = options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {};
+  const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress, ...version }));
+  const nodeBin =
+    options.node === 'real'
+      ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: bin.kubernetesVersion })
+      : null;
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
-  const pki = await createClusterPki();
-  const layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false);
+  const net = nodeBin ? await createBedNetwork(name) : null;
+  let layout: ClusterLayout;
+  let pki: ClusterPki;
+  try {
+    pki = await createClusterPki(net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : {});
+    layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, net);
+  } catch (err) {
+    if (net) await removeBedNetwork(net.name, net.hostLink);
+    throw err;
+  }
 
   const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
-  const components = new ClusterComponents(layout, {
+  const components = new ClusterComponents(layout, net, {
     name,
     server: layout.server,
     kubeconfigPath: layout.kubeconfigs.admin,
@@ -165,6 +205,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     keep: options.keep ?? false,
     startedAt: new Date().toISOString(),
     versions: { ...CONTROL_PLANE_VERSIONS, kubernetes: bin.kubernetesVersion },
+    ...(net ? { netns: net.name } : {}),
   });
   await components.saveState();
   const reaper = ownerPid === null ? null : startReaper(ownerPid, layout.dir);
@@ -175,14 +216,34 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     keyPem: pki.admin.keyPem,
   });
   const boot: Boot = { layout, bin, components, http, ...deadline };
-  const cluster = clusterHandle(boot, pki.ca.certPem, {
+  const node: NodeBoot | null = nodeBin && net ? { bin: nodeBin, net, pki, started: undefined } : null;
+  const cluster = clusterHandle(boot, pki.ca.certPem, node, {
     keep: options.keep ?? false,
     reaper,
     callerSignal: options.signal,
   });
   running.add(cluster);
   try {
-    await bootControlPlane(boot, nodes, progress);
+    await bootControlPlane(boot, node ? 0 : nodes, progress);
+    if (node) {
+      node.started = await startRealNode({
+        clusterName: name,
+        clusterDir: layout.dir,
+        pkiDir: layout.pkiDir,
+        pki,
+        net: node.net,
+        server: layout.server,
+        http,
+        bin: node.bin,
+        start: (c, command, args) => components.start(c, command, args),
+        track: (n, pid) => components.track(n, pid),
+        guard: components.guard,
+        signal: boot.signal,
+        remaining: boot.remaining,
+        logDir: layout.logDir,
+      });
+      progress(`node ${node.started.nodeName} Ready ${node.started.readySeconds} s after kubelet started`);
+    }
     return cluster;
   } catch (err) {
     await cluster.stop().catch(() => {});
@@ -249,6 +310,7 @@ async function prepareClusterDir(
   name: string,
   pki: ClusterPki,
   auditLog: boolean,
+  net: BedNetwork | null,
 ): Promise<ClusterLayout> {
   const pkiDir = join(dir, 'pki');
   const logDir = join(dir, 'logs');
@@ -256,13 +318,16 @@ async function prepareClusterDir(
   await mkdir(logDir, { recursive: true });
   await writeCertificates(pkiDir, pki);
   const ports = await allocatePorts();
+  const host = net?.nodeIp ?? '127.0.0.1';
   const layout: ClusterLayout = {
     name,
     dir,
     pkiDir,
     logDir,
     ports,
-    server: `https://127.0.0.1:${ports.apiserver}`,
+    host,
+    realNode: net !== null,
+    server: `https://${host}:${ports.apiserver}`,
     kubeconfigs: {
       admin: join(dir, 'kubeconfig'),
       controllerManager: join(dir, 'controller-manager.kubeconfig'),
@@ -282,6 +347,8 @@ async function writeCertificates(pkiDir: string, pki: ClusterPki): Promise<void>
     'ca.key': pki.ca.keyPem,
     'apiserver.crt': pki.apiserver.certPem,
     'apiserver.key': pki.apiserver.keyPem,
+    'apiserver-kubelet-client.crt': pki.apiserverKubeletClient.certPem,
+    'apiserver-kubelet-client.key': pki.apiserverKubeletClient.keyPem,
     'sa.key': pki.serviceAccount.privateKeyPem,
     'sa.pub': pki.serviceAccount.publicKeyPem,
   };
@@ -311,27 +378,50 @@ async function writeKubeconfigs(layout: ClusterLayout, pki: ClusterPki): Promise
   await write(kubeconfigs.kwok, pki.kwok);
 }
 
-/** Components in start order; they stop in reverse (clients first, etcd last: no storms of connection errors). */
-const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
+/**
+ * Components in start order; they stop in reverse (the node first, then the apiserver's clients, etcd last: no
+ * storms of connection errors).
+ */
+const COMPONENTS = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'kwok',
+  ...NODE_COMPONENTS,
+] as const;
+type Component = (typeof COMPONENTS)[number];
 
 /** The component processes of one cluster; state.json follows them as each starts. */
 class ClusterComponents {
   private readonly procs = new Map<string, ManagedProcess>();
+  /** Processes started by someone else (the bed's registry), recorded for the watchdog. */
+  private readonly tracked = new Map<string, number>();
   private saving = Promise.resolve();
 
   constructor(
     private readonly layout: ClusterLayout,
+    private readonly net: BedNetwork | null,
     private readonly record: Omit<ClusterState, 'pids'>,
   ) {}
 
   get pids(): Record<string, number> {
-    return Object.fromEntries([...this.procs].map(([k, p]) => [k, p.pid]));
+    return { ...Object.fromEntries([...this.procs].map(([k, p]) => [k, p.pid])), ...Object.fromEntries(this.tracked) };
   }
 
-  /** Starts one component, its output in `logs/<component>.log`, and records its pid. */
-  async start(component: (typeof COMPONENTS)[number], command: string, args: string[]): Promise<void> {
+  /**
+   * Starts one component, inside the bed's network namespace when it has one, its output in
+   * `logs/<component>.log`, and records its pid.
+   */
+  async start(component: Component, command: string, args: string[]): Promise<void> {
     const logPath = join(this.layout.logDir, `${component}.log`);
-    this.procs.set(component, await ManagedProcess.start({ name: component, command, args, logPath }));
+    const line = this.net ? this.net.wrap(command, args) : { command, args };
+    this.procs.set(component, await ManagedProcess.start({ name: component, ...line, logPath }));
+    await this.saveState();
+  }
+
+  async track(name: string, pid: number): Promise<void> {
+    this.tracked.set(name, pid);
     await this.saveState();
   }
 
@@ -340,7 +430,7 @@ class ClusterComponents {
     for (const p of this.procs.values()) if (!p.isRunning) throw await p.exitError();
   };
 
-  async stop(component: (typeof COMPONENTS)[number]): Promise<void> {
+  async stop(component: Component): Promise<void> {
     await this.procs.get(component)?.stop();
   }
 
@@ -372,10 +462,19 @@ interface Boot {
   remaining(): number;
 }
 
+/** A real node's part of the start: its binaries, its namespace, and once started, the node. */
+interface NodeBoot {
+  readonly bin: NodeBinaries;
+  readonly net: BedNetwork;
+  readonly pki: ClusterPki;
+  started: RealNode | undefined;
+}
+
 /** The handle a caller gets; `stop` also undoes a failed start. */
 function clusterHandle(
   boot: Boot,
   caPem: string,
+  node: NodeBoot | null,
   options: { readonly keep: boolean; readonly reaper: Reaper | null; readonly callerSignal: AbortSignal | undefined },
 ): Cluster {
   const { layout, components, http } = boot;
@@ -392,10 +491,30 @@ function clusterHandle(
     get pids() {
       return components.pids;
     },
+    get realNode(): RealNodeInfo | null {
+      const started = node?.started;
+      if (!node || !started) return null;
+      return {
+        nodeName: started.nodeName,
+        nodeIp: node.net.nodeIp,
+        netns: node.net.name,
+        registryHost: started.registry.host,
+        readySeconds: started.readySeconds,
+        wrap: node.net.wrap,
+        containerPid: (id) => containerPid(started.runDir, id),
+        pushImage: (layoutDir, repository, ref) => started.registry.push(layoutDir, repository, ref),
+      };
+    },
     stop: async () => {
       running.delete(cluster);
       http.close();
       await components.stopAll();
+      if (node) {
+        await node.started?.registry.stop();
+        // The containers, their mounts and cgroups, and the namespace: what stopping the processes leaves.
+        await teardownRealNode(layout.dir);
+        await removeBedNetwork(node.net.name, node.net.hostLink);
+      }
       reaper?.kill();
       if (!keep) await rm(layout.dir, { recursive: true, force: true });
       else await components.saveState();
@@ -416,7 +535,7 @@ async function bootControlPlane(boot: Boot, nodes: number, progress: (line: stri
   progress(`etcd healthy after ${ms(t0)}`);
   await startApiserver(boot, boot.remaining());
   progress(`kube-apiserver ready after ${ms(t0)}`);
-  await startApiserverClients(boot);
+  await startApiserverClients(boot, nodes > 0);
   await registerFakeNodes(boot.http, boot.layout.name, nodes);
   await waitUntilSchedulable(boot, nodes);
   progress(`cluster ${boot.layout.name} ready after ${ms(t0)}`);
@@ -444,7 +563,7 @@ async function startEtcd(boot: Boot): Promise<void> {
   await waitDuringStart(
     boot,
     async () => {
-      const res = await fetch(`http://127.0.0.1:${layout.ports.etcdClient}/health`, {
+      const res = await fetch(`http://${layout.host}:${layout.ports.etcdClient}/health`, {
         signal: AbortSignal.timeout(1_000),
       });
       return res.ok && ((await res.json()) as { health?: string }).health === 'true';
@@ -464,8 +583,8 @@ async function startApiserver(boot: Boot, timeoutMs: number): Promise<void> {
   );
 }
 
-/** kube-controller-manager, kube-scheduler and kwok (the kubelet of the fake nodes), side by side. */
-async function startApiserverClients({ layout, bin, components }: Boot): Promise<void> {
+/** kube-controller-manager, kube-scheduler and kwok (the kubelet of the fake nodes, when any), side by side. */
+async function startApiserverClients({ layout, bin, components }: Boot, fakeNodes: boolean): Promise<void> {
   const startKwok = async () => {
     const stagesPath = await writeKwokStages(bin.kwokStages, layout.dir);
     await components.start('kwok', bin.kwok, kwokArgs(layout, stagesPath));
@@ -473,7 +592,7 @@ async function startApiserverClients({ layout, bin, components }: Boot): Promise
   await Promise.all([
     components.start('kube-controller-manager', bin.kubeControllerManager, controllerManagerArgs(layout)),
     components.start('kube-scheduler', bin.kubeScheduler, schedulerArgs(layout)),
-    startKwok(),
+    ...(fakeNodes ? [startKwok()] : []),
   ]);
 }
 
@@ -508,7 +627,7 @@ async function waitUntilSchedulable(boot: Boot, nodes: number): Promise<void> {
     ),
     waitDuringStart(
       boot,
-      () => probeHealthz(layout.ports.scheduler),
+      () => probeHealthz(layout.host, layout.ports.scheduler),
       `kube-scheduler of cluster "${layout.name}" to answer /healthz`,
       { logOf: 'kube-scheduler' },
     ),
@@ -522,15 +641,12 @@ async function countReadyNodes(http: KubeHttp): Promise<number> {
 }
 
 /** GET /healthz on a component's self-signed secure port (loopback only, so the certificate is not checked). */
-function probeHealthz(port: number): Promise<boolean> {
+function probeHealthz(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = httpsGet(
-      { host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, timeout: 1_000 },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      },
-    );
+    const req = httpsGet({ host, port, path: '/healthz', rejectUnauthorized: false, timeout: 1_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
     req.on('error', () => resolve(false));
     req.on('timeout', () => req.destroy());
   });
@@ -630,6 +746,7 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
   }).catch(() => {
     for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGKILL');
   });
+  await teardownRealNode(dir);
   await rm(dir, { recursive: true, force: true });
 }
 

@@ -28,7 +28,14 @@ export interface ClusterLayout {
   /** One `<component>.log` per component. */
   readonly logDir: string;
   readonly ports: ClusterPorts;
-  /** `https://127.0.0.1:<apiserver port>` */
+  /**
+   * The address every component binds: 127.0.0.1, or with a real node the node address inside the bed's network
+   * namespace (which the host reaches through the bed's veth pair).
+   */
+  readonly host: string;
+  /** True when a real kubelet serves the node (the apiserver then has kubelet client credentials). */
+  readonly realNode: boolean;
+  /** `https://<host>:<apiserver port>` */
   readonly server: string;
   readonly kubeconfigs: ClusterKubeconfigs;
   /** JSON-lines apiserver audit log; null when disabled. */
@@ -38,15 +45,15 @@ export interface ClusterLayout {
 /** The audit policy file beside the audit log. */
 export const auditPolicyPath = (layout: ClusterLayout) => join(layout.dir, 'audit-policy.yaml');
 
-export function etcdArgs({ name, dir, ports }: ClusterLayout): string[] {
+export function etcdArgs({ name, dir, ports, host }: ClusterLayout): string[] {
   return [
     `--name=${name}`,
     `--data-dir=${join(dir, 'etcd')}`,
-    `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-    `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-    `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-    `--initial-cluster=${name}=http://127.0.0.1:${ports.etcdPeer}`,
+    `--listen-client-urls=http://${host}:${ports.etcdClient}`,
+    `--advertise-client-urls=http://${host}:${ports.etcdClient}`,
+    `--listen-peer-urls=http://${host}:${ports.etcdPeer}`,
+    `--initial-advertise-peer-urls=http://${host}:${ports.etcdPeer}`,
+    `--initial-cluster=${name}=http://${host}:${ports.etcdPeer}`,
     // A disposable test cluster: durability across power loss buys nothing, and fsync dominates start time.
     '--unsafe-no-fsync',
     '--log-level=warn',
@@ -55,14 +62,21 @@ export function etcdArgs({ name, dir, ports }: ClusterLayout): string[] {
 }
 
 export function apiserverArgs(layout: ClusterLayout): string[] {
-  const { pkiDir, ports } = layout;
+  const { pkiDir, ports, host } = layout;
   return [
-    `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--etcd-servers=http://${host}:${ports.etcdClient}`,
+    `--bind-address=${host}`,
+    `--advertise-address=${host}`,
     `--secure-port=${ports.apiserver}`,
-    // The Endpoints of the kubernetes Service may not point at loopback.
-    '--endpoint-reconciler-type=none',
+    // The Endpoints of the kubernetes Service may not point at loopback; on a real node they point at the node
+    // address, kept by the default lease reconciler, which is how in-cluster clients reach the apiserver.
+    ...(layout.realNode
+      ? [
+          `--kubelet-client-certificate=${join(pkiDir, 'apiserver-kubelet-client.crt')}`,
+          `--kubelet-client-key=${join(pkiDir, 'apiserver-kubelet-client.key')}`,
+          '--kubelet-preferred-address-types=InternalIP',
+        ]
+      : ['--endpoint-reconciler-type=none']),
     `--cert-dir=${pkiDir}`,
     `--tls-cert-file=${join(pkiDir, 'apiserver.crt')}`,
     `--tls-private-key-file=${join(pkiDir, 'apiserver.key')}`,
@@ -93,20 +107,20 @@ function auditArgs(layout: ClusterLayout): string[] {
 }
 
 /** An apiserver client with its own loopback /healthz port and self-signed serving certificate. */
-function clientComponentArgs(kubeconfig: string, securePort: number, certDir: string): string[] {
+function clientComponentArgs(kubeconfig: string, securePort: number, certDir: string, host: string): string[] {
   return [
     `--kubeconfig=${kubeconfig}`,
     `--authentication-kubeconfig=${kubeconfig}`,
     `--authorization-kubeconfig=${kubeconfig}`,
-    '--bind-address=127.0.0.1',
+    `--bind-address=${host}`,
     `--secure-port=${securePort}`,
     `--cert-dir=${certDir}`,
   ];
 }
 
-export function controllerManagerArgs({ pkiDir, ports, kubeconfigs }: ClusterLayout): string[] {
+export function controllerManagerArgs({ pkiDir, ports, kubeconfigs, host }: ClusterLayout): string[] {
   return [
-    ...clientComponentArgs(kubeconfigs.controllerManager, ports.controllerManager, join(pkiDir, 'kcm')),
+    ...clientComponentArgs(kubeconfigs.controllerManager, ports.controllerManager, join(pkiDir, 'kcm'), host),
     '--use-service-account-credentials=true',
     `--service-account-private-key-file=${join(pkiDir, 'sa.key')}`,
     `--root-ca-file=${join(pkiDir, 'ca.crt')}`,
@@ -117,9 +131,9 @@ export function controllerManagerArgs({ pkiDir, ports, kubeconfigs }: ClusterLay
   ];
 }
 
-export function schedulerArgs({ pkiDir, ports, kubeconfigs }: ClusterLayout): string[] {
+export function schedulerArgs({ pkiDir, ports, kubeconfigs, host }: ClusterLayout): string[] {
   return [
-    ...clientComponentArgs(kubeconfigs.scheduler, ports.scheduler, join(pkiDir, 'scheduler')),
+    ...clientComponentArgs(kubeconfigs.scheduler, ports.scheduler, join(pkiDir, 'scheduler'), host),
     '--leader-elect=false',
     '--profiling=false',
   ];

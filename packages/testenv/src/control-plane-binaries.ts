@@ -53,18 +53,14 @@ const KWOK_STAGES = [
   'kustomize/stage/pod/fast/pod-delete.yaml',
 ] as const;
 
-function kubeSpec(v: string): GoBuildSpec {
+/** How upstream builds every k8s.io/kubernetes command (hack/lib/golang.sh): static, these tags, version stamps. */
+export function kubeBuildFlags(v: string): Pick<GoBuildSpec, 'tags' | 'env' | 'ldflags' | 'versions'> {
   const [major, minor] = v.slice(1).split('.');
   const pkg = 'k8s.io/component-base/version';
   return {
-    // The cache key covers the wrapper's go.mod, so one name serves every version.
-    name: 'kube',
-    usualSeconds: 750,
-    moduleDir: join(goModulesDir, 'kube', v),
-    packages: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((c) => `k8s.io/kubernetes/cmd/${c}`),
-    // Upstream builds these static and with these tags (hack/lib/golang.sh); the stamps make /version truthful.
     tags: ['selinux', 'notest', 'grpcnotrace'],
     env: { CGO_ENABLED: '0' },
+    // The stamps make /version (and a node's kubeletVersion) truthful.
     ldflags: [
       `-X ${pkg}.gitVersion=${v}`,
       `-X ${pkg}.gitMajor=${major}`,
@@ -73,6 +69,17 @@ function kubeSpec(v: string): GoBuildSpec {
       `-X ${pkg}.buildDate=1970-01-01T00:00:00Z`,
     ],
     versions: { kubernetes: v },
+  };
+}
+
+function kubeSpec(v: string): GoBuildSpec {
+  return {
+    // The cache key covers the wrapper's go.mod, so one name serves every version.
+    name: 'kube',
+    usualSeconds: 750,
+    moduleDir: join(goModulesDir, 'kube', v),
+    packages: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'].map((c) => `k8s.io/kubernetes/cmd/${c}`),
+    ...kubeBuildFlags(v),
   };
 }
 

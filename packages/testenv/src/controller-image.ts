@@ -53,21 +53,33 @@ export function buildControllerImage(): Promise<string> {
  * @throws ConfigError when `deploymentPath` pins another digest: rebuild and pin with `pnpm image:build --pin`.
  */
 export async function startControllerImageRegistry(deploymentPath: string): Promise<LocalRegistry> {
+  const registry = await startRegistry();
+  try {
+    await pushControllerImage(deploymentPath, registry.push);
+    return registry;
+  } catch (err) {
+    await registry.stop();
+    throw err;
+  }
+}
+
+/**
+ * Builds the controller image, checks that `deploymentPath` pins its digest, and pushes it with `push` (a bed's
+ * registry, which serves `ghcr.io/…` by digest to its node).
+ * @throws ConfigError when the manifest pins another digest: rebuild and pin with `pnpm image:build --pin`.
+ */
+export async function pushControllerImage(
+  deploymentPath: string,
+  push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
+): Promise<string> {
   const digest = await buildControllerImage();
   const pinned = pinnedControllerImage(readFileSync(deploymentPath, 'utf8'))?.split('@')[1];
   if (pinned !== digest)
     throw new ConfigError(
       `${deploymentPath}: pins ${CONTROLLER_IMAGE}@${pinned ?? '(no digest)'}, but these sources build ${digest}; run \`pnpm image:build --pin\` and commit the digest`,
     );
-  const registry = await startRegistry();
-  try {
-    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/controller/package.json'), 'utf8')) as {
-      version: string;
-    };
-    await registry.push(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
-    return registry;
-  } catch (err) {
-    await registry.stop();
-    throw err;
-  }
+  const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/controller/package.json'), 'utf8')) as {
+    version: string;
+  };
+  return push(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
 }

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
+import { freePorts } from './ports.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -25,6 +26,17 @@ export interface StartGitServerOptions {
   readonly tokens?: readonly string[];
   /** Path of the git executable. @default '/usr/bin/git' */
   readonly gitPath?: string;
+  /**
+   * Serve at the node address of a bed with a real node, for the Pods in it and the tests alike (a relay inside the
+   * bed's namespace hands each connection to this server). @default loopback only
+   */
+  readonly inBed?: BedEndpoint;
+}
+
+/** Where a bed with a real node lets a host server be reached: its node address, and how to run a command in it. */
+export interface BedEndpoint {
+  readonly nodeIp: string;
+  wrap(command: string, args: readonly string[]): { command: string; args: string[] };
 }
 
 /** A running smart-HTTP Git server on loopback; see {@link startGitServer}. */
@@ -105,11 +117,14 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
   };
 
   const server: Server = createServer(handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const relay = options.inBed ? await serveInBed(server, options.inBed, dir) : undefined;
+  if (!relay) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+  }
+  const url = relay?.url ?? `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const createRepo = async (name: string) => {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(name))
@@ -172,6 +187,7 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
       await inRepo(name, (bare) => runGit(['update-ref', `refs/heads/${branch}`, commit], bare));
     },
     async stop() {
+      await relay?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -186,6 +202,50 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
     },
   };
 }
+
+/**
+ * Listens on a unix socket in `dir` and starts the relay (bin/bed-forward.mjs) inside the bed's namespace on a free
+ * port of the node address. @throws ProcessError when the relay does not come up.
+ */
+async function serveInBed(
+  server: Server,
+  bed: BedEndpoint,
+  dir: string,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const socket = join(dir, 'http.sock');
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, resolve);
+  });
+  for (let attempt = 1; ; attempt++) {
+    const [port] = await freePorts(1);
+    const line = bed.wrap(process.execPath, [BED_FORWARD_SCRIPT, bed.nodeIp, String(port), socket]);
+    const relay = spawn(line.command, line.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const up = await new Promise<string | true>((resolve) => {
+      let err = '';
+      relay.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
+      relay.stdout.once('data', () => resolve(true));
+      relay.once('exit', (code) => resolve(`exited with code ${code}: ${err.trim()}`));
+    });
+    if (up === true) {
+      return {
+        url: `http://${bed.nodeIp}:${port}`,
+        stop: () =>
+          new Promise<void>((resolve) => {
+            if (relay.exitCode !== null || relay.signalCode !== null) return resolve();
+            relay.once('exit', () => resolve());
+            relay.kill('SIGTERM');
+          }),
+      };
+    }
+    if (!/EADDRINUSE/.test(up) || attempt >= 3)
+      throw new ProcessError(`git server: the relay into the bed at ${bed.nodeIp}:${port} ${up}`);
+  }
+}
+
+const BED_FORWARD_SCRIPT = new URL('../bin/bed-forward.mjs', import.meta.url).pathname;
 
 function gitEnv(): NodeJS.ProcessEnv {
   // Commits must not depend on the user's ~/.gitconfig (identity, hooks, signing).

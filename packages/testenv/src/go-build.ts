@@ -106,7 +106,7 @@ export async function goVersion(env?: NodeJS.ProcessEnv): Promise<string> {
 
 /**
  * Builds the binaries of one wrapper module into a content-addressed cache entry, or reuses it.
- * The key covers go.mod, go.sum, every .go file of the wrapper, flags, tags and the Go version,
+ * The key covers go.mod, go.sum, every .go file of the wrapper (subfolders too), flags, tags and the Go version,
  * so a rebuild happens exactly when a pin changes. Concurrent callers wait on a lock.
  * @throws BuildError naming the module, the command and the last lines of the build log.
  */
@@ -236,7 +236,8 @@ function toResult(spec: GoBuildSpec, dir: string, info: BuildInfo, built: boolea
 async function buildKey(spec: GoBuildSpec, gover: string): Promise<string> {
   const h = createHash('sha256');
   const { readdir } = await import('node:fs/promises');
-  const files = (await readdir(spec.moduleDir))
+  // Main packages may live in subfolders of the wrapper (go/node-extras/pause): their sources count too.
+  const files = (await readdir(spec.moduleDir, { recursive: true }))
     .filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go'))
     .sort();
   for (const f of files) {

@@ -5,8 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
-import { startCluster, stopClusterByName } from './cluster.js';
-import { CONTROLLER_IMAGE, pinnedControllerImage, startControllerImageRegistry } from './controller-image.js';
+import { type RealNodeInfo, startCluster, stopClusterByName } from './cluster.js';
+import {
+  CONTROLLER_IMAGE,
+  pinnedControllerImage,
+  pushControllerImage,
+  startControllerImageRegistry,
+} from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { startPodRunner } from './pod-runner.js';
@@ -37,6 +42,11 @@ export interface StartBatonControllerSideOptions {
    * TypeScript sources under tsx, for a caller that must run sources the image does not hold. @default 'image'
    */
   readonly controllerFrom?: 'image' | 'source';
+  /**
+   * The cluster's real node: the controller's Pod then runs from the pinned image, pulled by digest from the bed's
+   * registry by kubelet, and the Git server is served at the node address. @default the pod runner (no real node)
+   */
+  readonly realNode?: RealNodeInfo | null;
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and the pod runner playing kubelet. */
@@ -72,7 +82,7 @@ export interface ControllerSide extends AuditKeyPaths, SideBase {
  * @throws when the Git server or the pod runner cannot start; nothing is left running then.
  */
 export function startBatonControllerSide(o: StartBatonControllerSideOptions): Promise<BatonControllerSide> {
-  return startSide(o.dir, 'baton-e2e-', async (dir, git) => {
+  return startSide(o.dir, 'baton-e2e-', o.realNode ?? null, async (dir, git) => {
     await git.createRepo('cluster-config');
     const url = git.repoUrl('cluster-config');
     const gitPath = 'clusters/demo';
@@ -117,6 +127,10 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
 async function startControllerPods(
   o: StartBatonControllerSideOptions,
 ): Promise<{ readonly image: string | null; stop(): Promise<void> }> {
+  if (o.realNode && o.controllerFrom === 'source')
+    throw new ConfigError(
+      "controllerFrom: 'source' needs the pod runner, and this cluster has a real node: run the image (the default)",
+    );
   if (o.controllerFrom === 'source') {
     const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE });
     return { image: null, stop: () => runner.stop() };
@@ -132,6 +146,11 @@ async function startControllerPods(
     throw new ConfigError(
       `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (pass controllerFrom: 'source' to run the sources)`,
     );
+  if (o.realNode) {
+    // kubelet pulls the pinned reference; the bed's registry answers for ghcr.io by digest.
+    await pushControllerImage(pinned.path, o.realNode.pushImage);
+    return { image: pinned.image, stop: async () => {} };
+  }
   const registry = await startControllerImageRegistry(pinned.path);
   try {
     const runner = await startPodRunner({
@@ -194,10 +213,11 @@ export interface SideBase {
 export async function startSide<T extends object>(
   dirOption: string | undefined,
   tmpPrefix: string,
+  realNode: RealNodeInfo | null,
   build: (dir: string, git: GitServer) => Promise<{ readonly runner: { stop(): Promise<void> }; readonly side: T }>,
 ): Promise<T & SideBase> {
   const dir = dirOption ?? mkdtempSync(join(tmpdir(), tmpPrefix));
-  const git = await startGitServer();
+  const git = await startGitServer(realNode ? { inBed: realNode } : {});
   try {
     await mkdir(dir, { recursive: true });
     const { runner, side } = await build(dir, git);
@@ -311,6 +331,8 @@ export interface StartBedClusterOptions {
   readonly detached?: boolean;
   /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
   readonly kubernetesVersion?: string;
+  /** `real`: one real node in the bed's own network namespace (see `startCluster`). @default 'kwok' */
+  readonly node?: 'kwok' | 'real';
 }
 
 /** A local cluster, in this process or detached, with one way to stop it. */
@@ -319,6 +341,8 @@ export interface BedCluster {
   readonly server: string;
   readonly kubeconfigPath: string;
   readonly auditLogPath: string | null;
+  /** The real node, when the cluster has one. */
+  readonly realNode: RealNodeInfo | null;
   stop(): Promise<void>;
 }
 
@@ -333,23 +357,27 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
     nodes: o.nodes ?? 1,
   };
   if (o.detached) {
+    if (o.node === 'real')
+      throw new ConfigError('a detached bed has no real node yet: start it attached (detached: false) for node: real');
     const c = await startDetachedCluster({ ...common, keep: true });
     return {
       name: c.name,
       server: c.server,
       kubeconfigPath: c.kubeconfigPath,
       auditLogPath: c.auditLogPath,
+      realNode: null,
       stop: async () => {
         await stopClusterByName(c.name);
       },
     };
   }
-  const c = await startCluster(common);
+  const c = await startCluster({ ...common, ...(o.node ? { node: o.node } : {}) });
   return {
     name: c.name,
     server: c.server,
     kubeconfigPath: c.kubeconfigPath,
     auditLogPath: c.auditLogPath,
+    realNode: c.realNode,
     stop: () => c.stop(),
   };
 }
@@ -359,9 +387,14 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
-  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster) =>
-    startBatonControllerSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node }, (cluster) =>
+    startBatonControllerSide({
+      ...sideOptions,
+      kubeconfigPath: cluster.kubeconfigPath,
+      clusterName: cluster.name,
+      realNode: cluster.realNode,
+    }),
   );
 }
 
@@ -378,6 +411,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: o.detached } : {}),
     ...(o.kubernetesVersion ? { kubernetesVersion: o.kubernetesVersion } : {}),
+    ...(o.node ? { node: o.node } : {}),
   });
   let side: S;
   try {

@@ -7,7 +7,7 @@ export type { ArgoCdPods, StartArgoCdPodsOptions } from './argocd/argocd-pods.js
 export { ARGOCD_IMAGES, startArgoCdPods } from './argocd/argocd-pods.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
-export type { Cluster, ClusterState, StartClusterOptions } from './cluster.js';
+export type { Cluster, ClusterState, RealNodeInfo, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
 export {
@@ -21,6 +21,7 @@ export {
   buildControllerImage,
   CONTROLLER_IMAGE,
   CONTROLLER_IMAGE_LAYOUT,
+  pushControllerImage,
   startControllerImageRegistry,
 } from './controller-image.js';
 export type { DetachedBed, DetachedCluster } from './detached.js';
@@ -56,6 +57,10 @@ export { ImagePullError, parseDigestReference, pullImage } from './image-pull.js
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
+// --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
+export type { BedNetwork } from './node/bed-network.js';
+export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
+export { COREDNS_VERSION, ensureNodeBinaries, NODE_KUBERNETES_VERSIONS } from './node/node-binaries.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export type { LocalPod, LocalPodProcess, PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
 export { startPodRunner } from './pod-runner.js';

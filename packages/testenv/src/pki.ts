@@ -23,6 +23,14 @@ export interface ClusterPki {
   readonly scheduler: CertKeyPair;
   /** kwok acts as the kubelet of every fake node. */
   readonly kwok: CertKeyPair;
+  /** A real node's kubelet (`system:node:<node>` in `system:nodes`: the Node authorizer's identity). */
+  readonly kubelet: CertKeyPair;
+  /** kube-proxy of a real node (`system:kube-proxy`, bound by the default `system:node-proxier` role). */
+  readonly kubeProxy: CertKeyPair;
+  /** CoreDNS's identity (`system:coredns`, bound to a role the bed creates as kubeadm does). */
+  readonly coredns: CertKeyPair;
+  /** The apiserver's identity toward kubelets (`logs`, `exec`), which authenticate and authorize it. */
+  readonly apiserverKubeletClient: CertKeyPair;
   /** ServiceAccount token signing key (PKCS#8 PEM) and its public key (SPKI PEM). */
   readonly serviceAccount: { readonly privateKeyPem: string; readonly publicKeyPem: string };
 }
@@ -48,8 +56,16 @@ function serial(): string {
     .replace(/^[89a-f]/, '1');
 }
 
-/** Creates a fresh PKI for one cluster (ECDSA P-256; a few milliseconds). Validity: `days` from `now`. */
-export async function createClusterPki(options: { now?: Date; days?: number } = {}): Promise<ClusterPki> {
+/** The `kubernetes` Service's address in every bed (the first of `--service-cluster-ip-range`). */
+export const KUBERNETES_SERVICE_IP = '10.96.0.1';
+
+/**
+ * Creates a fresh PKI for one cluster (ECDSA P-256; a few milliseconds). Validity: `days` from `now`. `nodeIp`: the
+ * address a real node's bed binds, also in the apiserver's certificate; `nodeName`: the kubelet's identity.
+ */
+export async function createClusterPki(
+  options: { now?: Date; days?: number; nodeIp?: string; nodeName?: string } = {},
+): Promise<ClusterPki> {
   const notBefore = new Date((options.now ?? new Date()).getTime() - 60_000);
   const notAfter = new Date(notBefore.getTime() + (options.days ?? 30) * 86_400_000);
   const caKeys = await keyPair();
@@ -101,6 +117,9 @@ export async function createClusterPki(options: { now?: Date; days?: number } = 
     ca: { certPem: caCert.toString('pem'), keyPem: await privatePem(caKeys.privateKey) },
     apiserver: await issue('CN=kube-apiserver', 'server', [
       { type: 'ip', value: '127.0.0.1' },
+      // In-cluster clients reach the apiserver as the kubernetes Service, host clients at the node address.
+      { type: 'ip', value: KUBERNETES_SERVICE_IP },
+      ...(options.nodeIp ? [{ type: 'ip' as const, value: options.nodeIp }] : []),
       { type: 'dns', value: 'localhost' },
       { type: 'dns', value: 'kubernetes' },
       { type: 'dns', value: 'kubernetes.default' },
@@ -111,6 +130,10 @@ export async function createClusterPki(options: { now?: Date; days?: number } = 
     controllerManager: await issue('CN=system:kube-controller-manager', 'client'),
     scheduler: await issue('CN=system:kube-scheduler', 'client'),
     kwok: await issue('CN=kwok-controller, O=system:masters', 'client'),
+    kubelet: await issue(`CN=system:node:${options.nodeName ?? 'node'}, O=system:nodes`, 'client'),
+    kubeProxy: await issue('CN=system:kube-proxy', 'client'),
+    coredns: await issue('CN=system:coredns', 'client'),
+    apiserverKubeletClient: await issue('CN=kube-apiserver-kubelet-client, O=system:masters', 'client'),
     serviceAccount: {
       privateKeyPem: await privatePem(sa.privateKey),
       publicKeyPem: pem('PUBLIC KEY', await webcrypto.subtle.exportKey('spki', sa.publicKey)),

@@ -28,8 +28,18 @@ export interface LocalRegistry {
    * @throws ProcessError when the layout has no such image or the registry refuses an upload.
    */
   push(layoutDir: string, repository: string, ref: string): Promise<string>;
+  /** Process id of the registry (its process group). */
+  readonly pid: number;
   /** Stops the registry and removes its storage. */
   stop(): Promise<void>;
+}
+
+/** Options of {@link startRegistry}. */
+export interface StartRegistryOptions {
+  /** The address to bind. @default '127.0.0.1' */
+  readonly bindHost?: string;
+  /** Runs the registry through this command line (a bed's network namespace). */
+  readonly wrap?: (command: string, args: readonly string[]) => { command: string; args: string[] };
 }
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
@@ -39,23 +49,27 @@ const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).d
  * it answers `GET /v2/`.
  * @throws ProcessError when the binary is missing (`scripts/setup.sh` installs it) or it does not come up.
  */
-export async function startRegistry(): Promise<LocalRegistry> {
+export async function startRegistry(options: StartRegistryOptions = {}): Promise<LocalRegistry> {
   if (!existsSync(REGISTRY_BINARY))
     throw new ProcessError(
       `local registry: ${REGISTRY_BINARY} is missing; install Debian's docker-registry (scripts/setup.sh does)`,
     );
   const dir = await mkdtemp(join(tmpdir(), 'baton-registry-'));
   const [port] = await freePorts(1);
-  const host = `127.0.0.1:${port}`;
+  const host = `${options.bindHost ?? '127.0.0.1'}:${port}`;
   const config = join(dir, 'config.yml');
   await writeFile(
     config,
     `version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${host}\n`,
   );
+  const line = (options.wrap ?? ((command, args) => ({ command, args: [...args] })))(REGISTRY_BINARY, [
+    'serve',
+    config,
+  ]);
   const proc = await ManagedProcess.start({
     name: 'docker-registry',
-    command: REGISTRY_BINARY,
-    args: ['serve', config],
+    command: line.command,
+    args: line.args,
     logPath: join(dir, 'registry.log'),
     env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
   });
@@ -79,6 +93,7 @@ export async function startRegistry(): Promise<LocalRegistry> {
   }
   return {
     host,
+    pid: proc.pid,
     push: (layoutDir, repository, ref) => pushLayout(base, layoutDir, repository, ref),
     async stop() {
       await proc.stop();

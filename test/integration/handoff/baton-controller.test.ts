@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { loadTrustedKeys, verifyLog } from '@baton/audit';
 import { isOwnedBy, loadManifestSet, runHandoff } from '@baton/core';
 import {
   clientsFromKubeconfigFile,
   expectedObjects,
   findBootstrapLeftovers,
+  type KubeClients,
   type KubeObject,
   readObject,
   serverSideApply,
@@ -13,15 +15,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
-// End to end with baton's own controller: the push installs bootstrap-manifests/baton-controller, testenv's pod
-// runner acts as the kubelet for its image (main.ts with a token bound to the pod), and the controller takes
-// itself over from the Git server.
+// End to end with baton's own controller on a real node: the push installs bootstrap-manifests/baton-controller,
+// the real kubelet pulls its image by the pinned digest from the bed's registry and runs it with containerd and
+// runc (in-cluster config: the mounted ServiceAccount token, the kubernetes Service), and the controller takes
+// itself over from the Git server, which the Pod reaches at the node address.
 let cluster: Cluster;
 let env: BatonControllerEnv;
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath });
+  cluster = await startCluster({ node: 'real' });
+  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
 });
 
 afterAll(async () => {
@@ -59,6 +62,7 @@ describe('baton up with baton-controller', () => {
       ).toBe(true);
     }
     expect(await findBootstrapLeftovers(deps.operator, 'baton-system')).toEqual([]);
+    await expectHardenedController(deps.operator);
     const verdict = await verifyLog(env.auditLogPath, await loadTrustedKeys(env.keysPath));
     expect(verdict).toMatchObject({ ok: true, entries: 1, failures: [] });
     const text = captured.text() + JSON.stringify(s);
@@ -66,6 +70,35 @@ describe('baton up with baton-controller', () => {
     for (const secret of env.secretValues) expect(text).not.toContain(secret);
   });
 });
+
+/**
+ * The controller's container, as the kernel sees it: started by the real kubelet from the pinned digest, as 65532,
+ * with no capabilities, no new privileges, seccomp filtering (RuntimeDefault) and a read-only root.
+ */
+async function expectHardenedController(operator: KubeClients): Promise<void> {
+  const pods = await operator.core.listNamespacedPod({
+    namespace: 'baton-system',
+    labelSelector: 'app.kubernetes.io/name=baton-controller',
+  });
+  const running = pods.items.filter((p) => p.status?.phase === 'Running');
+  expect(running).toHaveLength(1);
+  const status = running[0]!.status!.containerStatuses![0]!;
+  expect(status.imageID).toBe(env.controllerImage);
+  expect(status.containerID).toMatch(/^containerd:\/\//);
+  const pid = cluster.realNode!.containerPid(status.containerID!);
+  const proc = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(proc)?.[1]?.trim();
+  expect(field('Uid')?.split(/\s+/)).toEqual(['65532', '65532', '65532', '65532']);
+  expect(field('CapEff')).toBe('0000000000000000');
+  expect(field('CapPrm')).toBe('0000000000000000');
+  expect(field('NoNewPrivs')).toBe('1');
+  expect(field('Seccomp')).toBe('2'); // SECCOMP_MODE_FILTER
+  const root = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => f[4] === '/');
+  expect(root?.[5]?.split(',')).toContain('ro');
+}
 
 describe("the push keeps a manifest's fields that client-node's models do not know", () => {
   it('applies and reads a CRD with its schema defaults, enum and x-kubernetes-* keys, and a dry run answers them too', async () => {

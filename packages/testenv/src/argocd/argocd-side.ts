@@ -58,7 +58,7 @@ export interface ArgoCdSide extends ControllerSide {
  */
 export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCdSide> {
   const argocd = o.argocd ?? (await ensureArgoCd(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-argocd-', async (dir, git) => {
+  return startSide(o.dir, 'baton-argocd-', null, async (dir, git) => {
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');

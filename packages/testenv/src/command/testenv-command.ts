@@ -13,6 +13,7 @@ import {
 import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { KubeHttp } from '../kube-http.js';
+import { COREDNS_VERSION, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
 import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
 
@@ -103,6 +104,7 @@ export function testenvCommand(): Command {
     .description('build (or verify the cache of) the pinned control-plane binaries and the Pulumi engine')
     .option('--force', 'rebuild even when cached', false)
     .option('--no-pulumi', 'skip the Pulumi engine (CLI and Kubernetes provider)')
+    .option('--no-node', "skip the real node's kubelet, kube-proxy, CoreDNS and pause (beds then run kwok nodes only)")
     .option(
       '--flux',
       "also build Flux's source-controller and kustomize-controller (minutes and 1.6 GB when cold) and write their CRDs to bootstrap-manifests/flux",
@@ -132,17 +134,23 @@ export function testenvCommand(): Command {
 async function buildPinned(o: {
   readonly force: boolean;
   readonly pulumi: boolean;
+  readonly node: boolean;
   readonly flux: boolean;
   readonly argocd: boolean;
   readonly kubernetesVersion?: string | undefined;
 }) {
   const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
   const bins = await ensureControlPlaneBinaries({ force: o.force, kubernetesVersion, onProgress: err });
+  const node =
+    o.node && nodeVersionFor(kubernetesVersion)
+      ? await ensureNodeBinaries({ kubernetesVersion, onProgress: err, force: o.force })
+      : undefined;
   const engine = o.pulumi ? await ensurePulumiEngine({ force: o.force, onProgress: err }) : undefined;
   const flux = o.flux ? await ensureFluxControllers({ force: o.force, onProgress: err }) : undefined;
   const argocd = o.argocd ? await ensureArgoCd({ force: o.force, onProgress: err }) : undefined;
   const builds = [
     ...bins.builds,
+    ...(node?.builds ?? []),
     ...(engine?.builds ?? []),
     ...(flux?.builds ?? []),
     ...(argocd ? [argocd.build] : []),
@@ -159,6 +167,7 @@ async function buildPinned(o: {
     versions: {
       ...CONTROL_PLANE_VERSIONS,
       kubernetes: kubernetesVersion,
+      ...(node ? { coredns: COREDNS_VERSION } : {}),
       ...(engine ? PULUMI_VERSIONS : {}),
       ...(flux ? FLUX_VERSIONS : {}),
       ...(argocd ? { argocd: argocd.version } : {}),

@@ -57,7 +57,7 @@ export interface FluxSide extends ControllerSide {
 export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> {
   const controllers =
     o.controllers ?? (await ensureFluxControllers(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-flux-', async (dir, git) => {
+  return startSide(o.dir, 'baton-flux-', null, async (dir, git) => {
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');

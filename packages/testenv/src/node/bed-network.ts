@@ -1,0 +1,106 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ProcessError } from '@baton/errors';
+import { withFileLock } from '../file-lock.js';
+import { cacheRoot } from '../paths.js';
+
+const run = promisify(execFile);
+
+/** Where a bed with a real node sends Service traffic and where its Pods live (the same in every bed). */
+export const SERVICE_CIDR = '10.96.0.0/16';
+export const POD_CIDR = '10.244.0.0/16';
+/** Each bed gets a /30 of this range: the host end of its veth pair, then its node address. */
+const BED_RANGE = '10.250';
+
+/**
+ * A network namespace that holds one bed: every component of a cluster with a real node runs inside it, bound to
+ * the node address. A veth pair joins it to the host through a /30, so the tests reach the node address, but the
+ * namespace has no default route and the host does not forward: nothing in the bed can reach past the host end.
+ */
+export interface BedNetwork {
+  /** `ip netns` name, `baton-<bed>`. */
+  readonly name: string;
+  /** `/run/netns/<name>`, what `nsenter --net=` takes. */
+  readonly path: string;
+  /** The node's address inside the namespace: components bind it, the tests connect to it. */
+  readonly nodeIp: string;
+  /** The host end of the veth pair. */
+  readonly hostIp: string;
+  readonly hostLink: string;
+  /** The command line that runs `command` inside the namespace (nsenter execs it: same pid, same group). */
+  wrap(command: string, args: readonly string[]): { command: string; args: string[] };
+}
+
+const ip = async (...args: string[]) => {
+  try {
+    return (await run('ip', args)).stdout;
+  } catch (err) {
+    throw new ProcessError(
+      `ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? err).trim()}; a bed with a real node needs root and the iproute2 tools`,
+      { cause: err },
+    );
+  }
+};
+
+/** The /30 blocks the host already holds in the bed range (other beds', live or left over). */
+async function usedSlots(): Promise<Set<number>> {
+  const out = await ip('-o', '-4', 'addr', 'show');
+  const used = new Set<number>();
+  for (const m of out.matchAll(new RegExp(`inet ${BED_RANGE.replace('.', '\\.')}\\.(\\d+)\\.(\\d+)/`, 'g')))
+    used.add(Number(m[1]) * 64 + Math.floor(Number(m[2]) / 4));
+  return used;
+}
+
+function addressesOf(slot: number): { hostIp: string; nodeIp: string } {
+  const third = Math.floor(slot / 64);
+  const fourth = (slot % 64) * 4;
+  return { hostIp: `${BED_RANGE}.${third}.${fourth + 1}`, nodeIp: `${BED_RANGE}.${third}.${fourth + 2}` };
+}
+
+/**
+ * Creates the namespace of bed `bed` with loopback up, the veth pair, and a route for the Service range (so that
+ * host-network components' packets to a ClusterIP reach kube-proxy's rules rather than fail with no route).
+ * One bed at a time picks its /30, under a machine-wide lock.
+ * @throws ProcessError when a step fails (the partial namespace is removed).
+ */
+export async function createBedNetwork(bed: string): Promise<BedNetwork> {
+  const name = `baton-${bed}`;
+  return withFileLock(join(cacheRoot(), 'testenv', 'bed-network.lock'), async () => {
+    const used = await usedSlots();
+    let slot = 1;
+    while (used.has(slot)) slot++;
+    if (slot >= 16_384) throw new ProcessError(`no free /30 left in ${BED_RANGE}.0.0/16 for bed ${bed}`);
+    const { hostIp, nodeIp } = addressesOf(slot);
+    const hostLink = `btn${slot}`;
+    await removeBedNetwork(name, hostLink);
+    try {
+      await ip('netns', 'add', name);
+      await ip('link', 'add', hostLink, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', name);
+      await ip('addr', 'add', `${hostIp}/30`, 'dev', hostLink);
+      await ip('link', 'set', hostLink, 'up');
+      await ip('-n', name, 'link', 'set', 'lo', 'up');
+      await ip('-n', name, 'addr', 'add', `${nodeIp}/30`, 'dev', 'eth0');
+      await ip('-n', name, 'link', 'set', 'eth0', 'up');
+      await ip('-n', name, 'route', 'add', SERVICE_CIDR, 'dev', 'eth0');
+    } catch (err) {
+      await removeBedNetwork(name, hostLink);
+      throw err;
+    }
+    const path = `/run/netns/${name}`;
+    return {
+      name,
+      path,
+      nodeIp,
+      hostIp,
+      hostLink,
+      wrap: (command, args) => ({ command: 'nsenter', args: [`--net=${path}`, '--', command, ...args] }),
+    };
+  });
+}
+
+/** Deletes the namespace and the host end of its veth pair; what is already gone is not an error. */
+export async function removeBedNetwork(name: string, hostLink: string): Promise<void> {
+  await run('ip', ['netns', 'del', name]).catch(() => {});
+  await run('ip', ['link', 'del', hostLink]).catch(() => {});
+}

@@ -1,0 +1,61 @@
+// Lists what the tests left behind and exits 1 if there is anything: processes that still carry this test run's
+// marker in their environment (they were started, directly or not, by the tests), and what a bed's real node could
+// leave outside any process: network namespaces and veth ends of beds, mounts under the beds' directories,
+// containers' cgroup directories, and iptables rules on the host (kube-proxy's live only in a bed's namespace).
+// Usage: leftovers.mjs <runId> <excludePid>
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+
+const [runId, exclude] = process.argv.slice(2);
+const marker = `BATON_TEST_RUN_ID=${runId}`;
+const left = [];
+for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+  if (pid === exclude || pid === String(process.pid)) continue;
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    if (!env.includes(marker)) continue;
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    left.push(`${pid} ${cmd.slice(0, 200)}`);
+  } catch {
+    // The process ended while we looked.
+  }
+}
+const run = (cmd, args) => {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return '';
+  }
+};
+const netns = run('ip', ['netns', 'list'])
+  .split('\n')
+  .filter((l) => l.startsWith('baton-'))
+  .map((l) => `network namespace ${l.split(' ')[0]}`);
+const links = run('ip', ['-o', 'link', 'show'])
+  .split('\n')
+  .map((l) => /^\d+: (btn\d+)[@:]/.exec(l)?.[1])
+  .filter(Boolean)
+  .map((l) => `veth ${l}`);
+const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+  .split('\n')
+  .map((l) => l.split(' ')[4] ?? '')
+  .filter((m) => m.startsWith('/run/baton/') || /\/testenv\/clusters\//.test(m))
+  .map((m) => `mount ${m}`);
+const cgroups = existsSync('/sys/fs/cgroup')
+  ? readdirSync('/sys/fs/cgroup').flatMap((c) => {
+      const dir = `/sys/fs/cgroup/${c}/k8s.io`;
+      if (!existsSync(dir)) return [];
+      return readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => `cgroup ${dir}/${e.name}`);
+    })
+  : [];
+const iptables = run('iptables-save', [])
+  .split('\n')
+  .filter((l) => /KUBE-/.test(l))
+  .slice(0, 5)
+  .map((l) => `host iptables: ${l}`);
+const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables];
+if (left.length > 0) process.stderr.write(`processes left running after the tests:\n${left.join('\n')}\n`);
+if (other.length > 0) process.stderr.write(`left behind by the tests' real nodes:\n${other.join('\n')}\n`);
+if (left.length + other.length > 0) process.exit(1);
