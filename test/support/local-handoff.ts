@@ -41,7 +41,7 @@ export interface StartLocalHandoffOptions {
   readonly name?: string;
   readonly nodes?: number;
   /**
-   * `baton-controller`: testenv's handoff bed (bootstrap-manifests/baton-controller, run by the pod runner).
+   * `baton-controller`: testenv's handoff bed (bootstrap-manifests/baton-controller, its image run by a real node).
    * `test-helper`: the small profile in test/fixtures/handoff, reconciled by test/support/gitops-controller.ts.
    * @default 'baton-controller'
    */
@@ -50,13 +50,15 @@ export interface StartLocalHandoffOptions {
 
 /** Starts a real local cluster (testenv's bed cluster), a Git server, the controller side and a plan. */
 export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promise<LocalHandoff> {
+  const controller = o.controller ?? 'baton-controller';
+  // baton-controller's Pod runs on a real node; the test helper is a process of this one and needs no node.
   const cluster = await startBedCluster({
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: true } : {}),
+    node: controller === 'baton-controller' && !o.detached ? 'real' : 'kwok',
   });
   const { kubeconfigPath } = cluster;
-  const controller = o.controller ?? 'baton-controller';
   let env: LocalHandoff['env'];
   let stopSide: (keepFiles: boolean) => Promise<void>;
   try {
@@ -66,6 +68,7 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
         clusterName: cluster.name,
         profileDir: BATON_CONTROLLER_PROFILE,
         writeAuditKeys: (paths) => writeSigningKeyPair(paths),
+        realNode: cluster.realNode,
       });
       env = { ...side, loaded: loadHandoffPlan(side.planPath) };
       stopSide = (keepFiles) => side.stop({ keepFiles });

@@ -50,6 +50,8 @@ export async function startDetachedCluster(
     nodes?: number;
     keep?: boolean;
     kubernetesVersion?: string;
+    /** `real` or `kwok` nodes (see `startCluster`). @default the host's: real, but kwok for a Flux bed */
+    node?: 'real' | 'kwok';
     /** Also run a handoff bed for this profile, from the bootstrap manifests in `manifests`. */
     bed?: { readonly profile: DetachedBed['profile']; readonly manifests: string };
   } = {},
@@ -63,6 +65,7 @@ export async function startDetachedCluster(
     script,
     ...(options.name ? [`--name=${options.name}`] : []),
     `--nodes=${options.nodes ?? 1}`,
+    ...(options.node ? [`--node=${options.node}`] : []),
     ...(options.keep ? ['--keep=true'] : []),
     ...(options.kubernetesVersion ? [`--kubernetes-version=${options.kubernetesVersion}`] : []),
     ...(options.bed ? [`--bed=${options.bed.profile}`, `--manifests=${options.bed.manifests}`] : []),

@@ -388,7 +388,9 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached, kubernetesVersion, node }, (cluster) =>
+  // The controller's takeover is proven on a real node unless the bed is detached (no real node there yet).
+  const nodeKind = node ?? (detached ? 'kwok' : 'real');
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster) =>
     startBatonControllerSide({
       ...sideOptions,
       kubeconfigPath: cluster.kubeconfigPath,

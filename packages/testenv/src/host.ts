@@ -1,7 +1,7 @@
 // The background host of a cluster started by `baton testenv up`: it owns the components (so the
 // watchdog reaps them if this process is killed), prints one JSON line when ready, and stops the
-// cluster on SIGTERM/SIGINT. With `--bed=<profile>` it also owns a handoff bed for that cluster (a Git server, the
-// pod runner playing kubelet for the controller, a ready plan), so `baton up` can be run by hand against it.
+// cluster on SIGTERM/SIGINT. With `--bed=<profile>` it also owns a handoff bed for that cluster (a Git server, what
+// runs the controller's Pods, a ready plan), so `baton up` can be run by hand against it.
 // Not part of the public API; started by startDetachedCluster().
 import { readFile } from 'node:fs/promises';
 import { writeSigningKeyPair } from '@baton/audit';
@@ -22,8 +22,10 @@ async function start(): Promise<{ report: Record<string, unknown>; stop: () => P
   const name = args.get('name');
   const kubernetesVersion = args.get('kubernetes-version');
   const keep = args.get('keep') === 'true';
-  const common = { ...(name ? { name } : {}), ...(kubernetesVersion ? { kubernetesVersion } : {}), nodes };
   const bed = args.get('bed');
+  // A real node unless asked otherwise; Flux's bed still runs its controllers through the pod runner (kwok).
+  const node = (args.get('node') ?? (bed === 'flux' ? 'kwok' : 'real')) as 'real' | 'kwok';
+  const common = { ...(name ? { name } : {}), ...(kubernetesVersion ? { kubernetesVersion } : {}), nodes, node };
   if (!bed) {
     const cluster = await startCluster({ ...common, keep });
     const { server, kubeconfigPath, auditLogPath } = cluster;

@@ -22,8 +22,8 @@ let pushCompletedAt = 0;
 let stolen = '';
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath });
+  cluster = await startCluster({ node: 'real' });
+  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
   const admin = adminClients(cluster.kubeconfigPath);
   const { deps, captured } = testHandoffDeps(env.loaded, cluster.kubeconfigPath, {
     onStep: async (step: HandoffStep) => {

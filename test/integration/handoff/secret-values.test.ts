@@ -24,8 +24,8 @@ let output = '';
 const attempts: Record<string, AttemptResult> = {};
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath });
+  cluster = await startCluster({ node: 'real' });
+  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
   const admin = adminClients(cluster.kubeconfigPath);
   let attack: Promise<void> | undefined;
   const { deps, captured } = testHandoffDeps(env.loaded, cluster.kubeconfigPath, {

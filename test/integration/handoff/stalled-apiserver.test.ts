@@ -26,8 +26,8 @@ let finishedAt = 0;
 let apiserverPid = 0;
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath });
+  cluster = await startCluster({ node: 'real' });
+  env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
   apiserverPid = cluster.pids['kube-apiserver']!;
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.kubeconfigPath);

@@ -28,8 +28,12 @@ const cli = (args: readonly string[], input?: string) => stackCli(env, STACK_DIR
 const failing = (args: readonly string[]) => stackCli(env, STACK_DIR, STACK, printed).runFailing(args);
 
 beforeAll(async () => {
-  cluster = await startCluster({ name: `pulumi-existing-${process.pid}` });
-  side = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, clusterName: 'existing' });
+  cluster = await startCluster({ name: `pulumi-existing-${process.pid}`, node: 'real' });
+  side = await createBatonControllerEnv({
+    kubeconfigPath: cluster.kubeconfigPath,
+    clusterName: 'existing',
+    realNode: cluster.realNode,
+  });
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
   process.env.NODE_OPTIONS = `--conditions=@baton/source --import ${join(rootNodeModules, 'tsx', 'dist', 'loader.mjs')}`;
   env = await pulumiEnv();

@@ -126,8 +126,12 @@ interface StackReceipt {
 }
 
 beforeAll(async () => {
-  cluster = await startCluster({ name: `pulumi-handoff-${process.pid}` });
-  side = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, clusterName: 'pulumi-local' });
+  cluster = await startCluster({ name: `pulumi-handoff-${process.pid}`, node: 'real' });
+  side = await createBatonControllerEnv({
+    kubeconfigPath: cluster.kubeconfigPath,
+    clusterName: 'pulumi-local',
+    realNode: cluster.realNode,
+  });
   admin = kubeClients(cluster.kubeconfigPath);
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
   webhookSecret = (parse(readFileSync(join(side.dir, 'webhook.yaml'), 'utf8')) as { secret: string }).secret;

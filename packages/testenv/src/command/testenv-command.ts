@@ -207,13 +207,19 @@ function upCommand() {
   return new Command('up')
     .description('start a cluster that keeps running in the background')
     .option('--name <name>', 'cluster name (lowercase letters, digits, -)')
-    .option('--nodes <count>', 'number of kwok fake nodes', intOption('--nodes'), 1)
+    .option('--nodes <count>', 'number of kwok fake nodes (with --node kwok)', intOption('--nodes'), 1)
+    .addOption(
+      new Option(
+        '--node <kind>',
+        'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real, kwok for --bed flux)',
+      ).choices(['real', 'kwok'] as const),
+    )
     .option('--keep', 'keep the data directory after `down`', false)
     .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .addOption(
       new Option(
         '--bed <profile>',
-        'also run a handoff bed until `down`: a Git server holding the push set, the pod runner playing kubelet for the controller, and a plan that hands off as it stands',
+        "also run a handoff bed until `down`: a Git server holding the push set, the controller's image in the bed's registry (Flux: the pod runner playing kubelet), and a plan that hands off as it stands",
       ).choices(['baton-controller', 'flux'] as const),
     )
     .option('--manifests <dir>', "the bed's bootstrap manifests (default: bootstrap-manifests/<profile> here)")
@@ -227,12 +233,12 @@ function upCommand() {
         err(
           `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster${bed ? ` and its ${bed.profile} bed` : ''}…`,
         );
-      await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: progress });
-      // Built here, where the progress shows: the background host's output goes nowhere.
-      if (bed?.profile === 'flux') await ensureFluxControllers({ onProgress: progress });
+      const node = o.node ?? (bed?.profile === 'flux' ? 'kwok' : 'real');
+      await ensureUpBinaries(kubernetesVersion, node, bed?.profile, progress);
       const c = await startDetachedCluster({
         ...(o.name ? { name: o.name } : {}),
         nodes: o.nodes,
+        node,
         keep: o.keep,
         kubernetesVersion,
         ...(bed ? { bed } : {}),
@@ -247,6 +253,18 @@ function upCommand() {
       if (o.json) process.stdout.write(`${JSON.stringify(out)}\n`);
       else process.stdout.write(describeUp(c));
     });
+}
+
+/** Builds what `up` runs here, where the progress shows: the background host's output goes nowhere. */
+async function ensureUpBinaries(
+  kubernetesVersion: string,
+  node: 'real' | 'kwok',
+  profile: string | undefined,
+  progress: (line: string) => void,
+): Promise<void> {
+  await ensureControlPlaneBinaries({ kubernetesVersion, onProgress: progress });
+  if (node === 'real') await ensureNodeBinaries({ kubernetesVersion, onProgress: progress });
+  if (profile === 'flux') await ensureFluxControllers({ onProgress: progress });
 }
 
 /** The bootstrap manifests of a bed: `--manifests`, else bootstrap-manifests/<profile> under the current directory. */

@@ -11,6 +11,7 @@ import { pollUntil } from '../poll.js';
 import { freePorts } from '../ports.js';
 import { type LocalRegistry, startRegistry } from '../registry.js';
 import type { BedNetwork } from './bed-network.js';
+import { layoutDigest, PAUSE_REPOSITORY, PAUSE_TAG, pauseImageLayout } from './binary-image.js';
 import type { NodeBinaries } from './node-binaries.js';
 import {
   CLUSTER_DNS_IP,
@@ -25,7 +26,6 @@ import {
   type NodeLayout,
   registryHostFiles,
 } from './node-config.js';
-import { PAUSE_REPOSITORY, PAUSE_TAG, pauseImageDigest, pauseImageLayout } from './pause-image.js';
 
 const run = promisify(execFile);
 
@@ -113,7 +113,7 @@ async function startNodeWith(
   await ctx.track('registry', registry.pid);
   const pauseLayout = await pauseImageLayout(ctx.bin.pause);
   const pauseDigest = await registry.push(pauseLayout, PAUSE_REPOSITORY, PAUSE_TAG);
-  if (pauseDigest !== (await pauseImageDigest(pauseLayout)))
+  if (pauseDigest !== (await layoutDigest(pauseLayout)))
     throw new ProcessError(`the bed's registry stored the pause image under another digest (${pauseDigest})`);
 
   const n: NodeLayout = {
