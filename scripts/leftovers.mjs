@@ -55,7 +55,11 @@ const iptables = run('iptables-save', [])
   .filter((l) => /KUBE-/.test(l))
   .slice(0, 5)
   .map((l) => `host iptables: ${l}`);
-const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables];
+const cniCache = ['/var/lib/cni/results', '/var/lib/cni/networks']
+  .flatMap((d) => (existsSync(d) ? readdirSync(d).map((f) => `${d}/${f}`) : []))
+  .filter((f) => /\/baton-bed/.test(f))
+  .map((f) => `CNI state ${f}`);
+const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables, ...cniCache];
 if (left.length > 0) process.stderr.write(`processes left running after the tests:\n${left.join('\n')}\n`);
 if (other.length > 0) process.stderr.write(`left behind by the tests' real nodes:\n${other.join('\n')}\n`);
 if (left.length + other.length > 0) process.exit(1);

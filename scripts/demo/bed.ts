@@ -1,5 +1,5 @@
 // The demo's test bed: a fresh local cluster, a Git server holding bootstrap-manifests/baton-controller (or Flux's
-// install), the pod runner playing kubelet for the controller, audit keys and a plan that hands off to it. `pnpm bench:pulumi` hands
+// install), the controller's images on the bed's real node, audit keys and a plan that hands off to it. `pnpm bench:pulumi` hands
 // off on the same bed, so the benchmark measures what the demo shows.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -43,7 +43,7 @@ export interface FluxDemoBedOptions extends DemoBedOptions {
 
 /**
  * Starts a handoff bed for baton-controller's profile (or real Flux's), with a fresh audit signing key.
- * @throws when the cluster, the Git server or the pod runner cannot start; what started is stopped again.
+ * @throws when the cluster, the Git server or the controllers cannot start; what started is stopped again.
  */
 export function startDemoBed(o: DemoBedOptions): Promise<HandoffBed>;
 export function startDemoBed(o: FluxDemoBedOptions): Promise<HandoffBed<FluxSide> | HandoffBed<ArgoCdSide>>;

@@ -108,7 +108,15 @@ try {
   }
 } catch {}
 
-// 4. The network namespace and the host end of its veth pair.
+// 4. What the CNI library caches for each sandbox on the host (/var/lib/cni/results/<network>-<id>-<ifname>).
+try {
+  for (const f of readdirSync('/var/lib/cni/results')) {
+    if (f.startsWith('baton-bed-') && [...ids].some((id) => f.includes(id)))
+      rmSync(join('/var/lib/cni/results', f), { force: true });
+  }
+} catch {}
+
+// 5. The network namespace and the host end of its veth pair.
 try {
   execFileSync('ip', ['netns', 'del', node.netns], { stdio: 'ignore' });
 } catch {}

@@ -224,7 +224,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   });
   running.add(cluster);
   try {
-    await bootControlPlane(boot, node ? 0 : nodes, progress);
+    await bootControlPlane(boot, node ? null : nodes, progress);
     if (node) {
       node.started = await startRealNode({
         clusterName: name,
@@ -528,14 +528,18 @@ function clusterHandle(
   return cluster;
 }
 
-/** etcd, then the apiserver, then its clients, then the fake nodes; ready when a Deployment could schedule. */
-async function bootControlPlane(boot: Boot, nodes: number, progress: (line: string) => void): Promise<void> {
+/**
+ * etcd, then the apiserver, then its clients, then the fake nodes (`kwokNodes`; null: a real node follows, no kwok);
+ * ready when a Deployment could schedule.
+ */
+async function bootControlPlane(boot: Boot, kwokNodes: number | null, progress: (line: string) => void): Promise<void> {
+  const nodes = kwokNodes ?? 0;
   const t0 = performance.now();
   await startEtcd(boot);
   progress(`etcd healthy after ${ms(t0)}`);
   await startApiserver(boot, boot.remaining());
   progress(`kube-apiserver ready after ${ms(t0)}`);
-  await startApiserverClients(boot, nodes > 0);
+  await startApiserverClients(boot, kwokNodes !== null);
   await registerFakeNodes(boot.http, boot.layout.name, nodes);
   await waitUntilSchedulable(boot, nodes);
   progress(`cluster ${boot.layout.name} ready after ${ms(t0)}`);

@@ -50,7 +50,7 @@ export async function startDetachedCluster(
     nodes?: number;
     keep?: boolean;
     kubernetesVersion?: string;
-    /** `real` or `kwok` nodes (see `startCluster`). @default the host's: real, but kwok for a Flux bed */
+    /** `real` or `kwok` nodes (see `startCluster`). @default the host's: real */
     node?: 'real' | 'kwok';
     /** Also run a handoff bed for this profile, from the bootstrap manifests in `manifests`. */
     bed?: { readonly profile: DetachedBed['profile']; readonly manifests: string };

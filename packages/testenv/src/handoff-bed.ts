@@ -359,7 +359,8 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
   if (o.detached) {
     if (o.node === 'real')
       throw new ConfigError('a detached bed has no real node yet: start it attached (detached: false) for node: real');
-    const c = await startDetachedCluster({ ...common, keep: true });
+    // The side runs in this process and cannot reach a detached host's node: kwok and the pod runner.
+    const c = await startDetachedCluster({ ...common, keep: true, node: 'kwok' });
     return {
       name: c.name,
       server: c.server,

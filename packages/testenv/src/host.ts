@@ -23,8 +23,8 @@ async function start(): Promise<{ report: Record<string, unknown>; stop: () => P
   const kubernetesVersion = args.get('kubernetes-version');
   const keep = args.get('keep') === 'true';
   const bed = args.get('bed');
-  // A real node unless asked otherwise; Flux's bed still runs its controllers through the pod runner (kwok).
-  const node = (args.get('node') ?? (bed === 'flux' ? 'kwok' : 'real')) as 'real' | 'kwok';
+  // A real node unless asked otherwise.
+  const node = (args.get('node') ?? 'real') as 'real' | 'kwok';
   const common = { ...(name ? { name } : {}), ...(kubernetesVersion ? { kubernetesVersion } : {}), nodes, node };
   if (!bed) {
     const cluster = await startCluster({ ...common, keep });

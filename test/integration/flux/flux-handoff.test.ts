@@ -14,6 +14,7 @@ import {
 } from '@baton/kube';
 import {
   ensureFluxControllers,
+  FLUX_IMAGES,
   type FluxControllers,
   type FluxSide,
   type HandoffBed,
@@ -148,8 +149,17 @@ describe('a handoff to real Flux', () => {
     expect(e.plan.push.profile).toBe('flux');
     expect(e.plan.push.profileDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(e.plan.pull.privilege).toBe('scoped');
-    expect(e.plan.push.controller.imageDigest).toBe(
-      'sha256:2ebeaa341da77d52b6abbbba5efcee0450d47f8b42f0e6f33b08f9020262d606',
+    // The controller's image as the bed pins and its node ran it: kustomize-controller built here from the same
+    // module as upstream's v1.9.6, by its local digest (upstream's cannot be pulled here).
+    const pinned = bed.side.images[FLUX_IMAGES.kustomizeController]!;
+    expect(pinned).toMatch(/^ghcr\.io\/fluxcd\/kustomize-controller:v1\.9\.6@sha256:[0-9a-f]{64}$/);
+    expect(e.plan.push.controller.imageDigest).toBe(pinned.split('@')[1]);
+    const pods = await admin.core.listNamespacedPod({
+      namespace: 'flux-system',
+      labelSelector: 'app=kustomize-controller',
+    });
+    expect(pods.items.map((p) => p.status?.containerStatuses?.[0]?.imageID)).toContain(
+      `${FLUX_IMAGES.kustomizeController}@${pinned.split('@')[1]}`,
     );
     const { stdout } = await runBaton(['audit', 'verify', bed.side.auditLogPath, '--keys', bed.side.keysPath]);
     expect(stdout).toMatch(/verified|ok/i);

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -190,5 +190,43 @@ describe('stopping a bed with a real node', () => {
         }
       });
     expect(left).toEqual([]);
+  });
+
+  it("is torn down by the watchdog when its owner is killed with SIGKILL: the node's containers, mounts and namespace too", async () => {
+    const name = `node-orphan-${process.pid}`;
+    const script = `
+      import { startCluster } from '@baton/testenv';
+      const c = await startCluster({ node: 'real', name: '${name}' });
+      process.stdout.write(JSON.stringify({ pids: c.pids, dir: c.dir, netns: c.realNode.netns }) + '\\n');
+      setInterval(() => {}, 1 << 30);
+    `;
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', '--input-type=module', '-e', script],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const started = await new Promise<{ pids: Record<string, number>; dir: string; netns: string }>(
+      (resolve, reject) => {
+        child.stdout.once('data', (d: Buffer) => resolve(JSON.parse(String(d))));
+        child.once('exit', (code) => reject(new Error(`owner exited early with ${code}`)));
+      },
+    );
+    expect(Object.keys(started.pids)).toEqual(expect.arrayContaining(['kubelet', 'containerd', 'coredns', 'registry']));
+    child.kill('SIGKILL');
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await eventually(async () => Object.values(started.pids).every((p) => !alive(p)), 20_000, 'every process gone');
+    await eventually(
+      async () => !execFileSync('ip', ['netns', 'list']).toString().includes(started.netns) && !existsSync(started.dir),
+      30_000,
+      'the namespace and the data directory to be removed',
+    );
+    expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(started.dir);
   });
 });

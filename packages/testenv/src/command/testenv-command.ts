@@ -211,7 +211,7 @@ function upCommand() {
     .addOption(
       new Option(
         '--node <kind>',
-        'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real, kwok for --bed flux)',
+        'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real)',
       ).choices(['real', 'kwok'] as const),
     )
     .option('--keep', 'keep the data directory after `down`', false)
@@ -219,7 +219,7 @@ function upCommand() {
     .addOption(
       new Option(
         '--bed <profile>',
-        "also run a handoff bed until `down`: a Git server holding the push set, the controller's image in the bed's registry (Flux: the pod runner playing kubelet), and a plan that hands off as it stands",
+        "also run a handoff bed until `down`: a Git server holding the push set, the controllers' images in the bed's registry, and a plan that hands off as it stands",
       ).choices(['baton-controller', 'flux'] as const),
     )
     .option('--manifests <dir>', "the bed's bootstrap manifests (default: bootstrap-manifests/<profile> here)")
@@ -233,7 +233,7 @@ function upCommand() {
         err(
           `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster${bed ? ` and its ${bed.profile} bed` : ''}…`,
         );
-      const node = o.node ?? (bed?.profile === 'flux' ? 'kwok' : 'real');
+      const node = o.node ?? 'real';
       await ensureUpBinaries(kubernetesVersion, node, bed?.profile, progress);
       const c = await startDetachedCluster({
         ...(o.name ? { name: o.name } : {}),

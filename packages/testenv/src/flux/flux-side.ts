@@ -2,6 +2,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'no
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import type { RealNodeInfo } from '../cluster.js';
 import {
   type BedCluster,
   type ControllerSide,
@@ -15,6 +16,7 @@ import {
   writePullCredential,
 } from '../handoff-bed.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
+import { pinBedImages, pushFluxImages } from './flux-images.js';
 import { type FluxPods, startFluxPods } from './flux-pods.js';
 
 const REPO = 'cluster-config';
@@ -34,6 +36,11 @@ const IN_GIT = [
 
 /** Options of {@link startFluxSide}. */
 export interface StartFluxSideOptions extends GitOpsSideOptions {
+  /**
+   * The cluster's real node: Flux's controllers then run as containers from images built here (pushed to the bed's
+   * registry, pinned by digest in the bed's copy of the profile). @default the pod runner
+   */
+  readonly realNode?: RealNodeInfo | null;
   /** The binaries. @default {@link ensureFluxControllers}() (builds them on a cold machine: minutes) */
   readonly controllers?: FluxControllers;
   /** GitRepository and Kustomization intervals (upstream: 1m0s and 10m0s). @default '5s' and '10s' */
@@ -45,7 +52,10 @@ export interface FluxSide extends ControllerSide {
   /** Files committed under the Git path, keyed by their path in Git. */
   readonly files: Readonly<Record<string, string>>;
   /** The Flux pods running as local processes. */
-  readonly pods: FluxPods;
+  /** The pod runner's pods (null on a real node, where kubelet runs them). */
+  readonly pods: FluxPods | null;
+  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest); empty without a real node. */
+  readonly images: Readonly<Record<string, string>>;
 }
 
 /**
@@ -57,14 +67,15 @@ export interface FluxSide extends ControllerSide {
 export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> {
   const controllers =
     o.controllers ?? (await ensureFluxControllers(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-flux-', null, async (dir, git) => {
+  return startSide(o.dir, 'baton-flux-', o.realNode ?? null, async (dir, git) => {
+    const images = o.realNode ? await pushFluxImages(controllers, o.realNode) : {};
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
     await mkdir(pushDir, { recursive: true });
     const files: Record<string, string> = {};
     for (const f of readdirSync(o.profileDir).filter((x) => x.endsWith('.yaml'))) {
-      const text = render(f, readFileSync(join(o.profileDir, f), 'utf8'), url, o.intervals);
+      const text = pinBedImages(render(f, readFileSync(join(o.profileDir, f), 'utf8'), url, o.intervals), images);
       writeFileSync(join(pushDir, f), text);
       if (IN_GIT.includes(f)) files[`${GIT_PATH}/flux-system/${f}`] = text;
     }
@@ -91,9 +102,9 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
         }),
       ),
     );
-    const pods = await startFluxPods({ kubeconfigPath: o.kubeconfigPath, controllers });
+    const pods = o.realNode ? null : await startFluxPods({ kubeconfigPath: o.kubeconfigPath, controllers });
     return {
-      runner: pods,
+      runner: pods ?? { stop: async () => {} },
       side: {
         revision,
         planPath,
@@ -104,6 +115,7 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
         ...keys,
         secretValues: [git.credentials.password, ...(o.pullPassword ? [o.pullPassword] : [])],
         pods,
+        images,
       },
     };
   });
@@ -154,8 +166,15 @@ export interface StartFluxBedOptions
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
-  const { name, nodes, detached, kubernetesVersion, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached, kubernetesVersion }, (cluster: BedCluster) =>
-    startFluxSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
+  // Flux's takeover is proven on a real node unless the bed is detached (no real node there yet).
+  const nodeKind = node ?? (detached ? 'kwok' : 'real');
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
+    startFluxSide({
+      ...sideOptions,
+      kubeconfigPath: cluster.kubeconfigPath,
+      clusterName: cluster.name,
+      realNode: cluster.realNode,
+    }),
   );
 }

@@ -67,6 +67,7 @@ function addressesOf(slot: number): { hostIp: string; nodeIp: string } {
 export async function createBedNetwork(bed: string): Promise<BedNetwork> {
   const name = `baton-${bed}`;
   return withFileLock(join(cacheRoot(), 'testenv', 'bed-network.lock'), async () => {
+    await guardBedRange();
     const used = await usedSlots();
     let slot = 1;
     while (used.has(slot)) slot++;
@@ -97,6 +98,15 @@ export async function createBedNetwork(bed: string): Promise<BedNetwork> {
       wrap: (command, args) => ({ command: 'nsenter', args: [`--net=${path}`, '--', command, ...args] }),
     };
   });
+}
+
+/**
+ * Makes the whole bed range unreachable from the host except through a live bed's veth (whose /30 is more specific):
+ * without it, a request to a bed that is gone (a test checking that `down` stopped its Git server) would follow the
+ * host's default route off the machine. Kept for good (it is the same for every bed, and harmless); idempotent.
+ */
+async function guardBedRange(): Promise<void> {
+  await ip('route', 'replace', 'unreachable', `${BED_RANGE}.0.0/16`);
 }
 
 /** Deletes the namespace and the host end of its veth pair; what is already gone is not an error. */

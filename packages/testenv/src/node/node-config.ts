@@ -97,7 +97,7 @@ export function registryHostFiles(n: NodeLayout): Record<string, string> {
 }
 
 /** A bridge with host-local addresses; no masquerade, so a Pod's packets cannot leave the namespace either. */
-export function cniConflist(): string {
+export function cniConflist(n: NodeLayout): string {
   return `${JSON.stringify(
     {
       cniVersion: '0.4.0',
@@ -109,7 +109,13 @@ export function cniConflist(): string {
           isGateway: true,
           ipMasq: false,
           hairpinMode: true,
-          ipam: { type: 'host-local', ranges: [[{ subnet: NODE_POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }] },
+          // The leases live with the bed (host-local's default, /var/lib/cni, would outlive it and be shared).
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: NODE_POD_SUBNET }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+            dataDir: join(n.dir, 'cni-leases'),
+          },
         },
         { type: 'portmap', capabilities: { portMappings: true } },
       ],

@@ -163,7 +163,7 @@ async function writeNodeFiles(ctx: RealNodeContext, n: NodeLayout): Promise<void
     [n.kubeletKubeconfig]: kubeconfig(pki.kubelet),
     [n.kubeProxyKubeconfig]: kubeconfig(pki.kubeProxy),
     [n.corednsKubeconfig]: kubeconfig(pki.coredns),
-    [join(cniConfDir(n), '10-bed.conflist')]: cniConflist(),
+    [join(cniConfDir(n), '10-bed.conflist')]: cniConflist(n),
   };
   for (const [rel, text] of Object.entries(registryHostFiles(n))) files[join(n.dir, 'certs.d', rel)] = text;
   for (const [name, text] of Object.entries(files)) {

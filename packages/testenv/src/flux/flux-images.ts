@@ -1,0 +1,50 @@
+import type { RealNodeInfo } from '../cluster.js';
+import { binaryImageLayout } from '../node/binary-image.js';
+import type { FluxControllers } from './flux-controllers.js';
+import { FLUX_IMAGES } from './flux-pods.js';
+
+/**
+ * Flux's two controllers as OCI images built here from the binaries testenv builds from the same modules (upstream's
+ * images cannot be pulled here), run as 65534 as upstream's are, pushed to a bed's registry under upstream's names.
+ * @returns for each upstream image name, the reference the bed's copy of the profile pins instead: same name and
+ *   tag, this build's digest.
+ */
+export async function pushFluxImages(
+  controllers: FluxControllers,
+  realNode: RealNodeInfo,
+): Promise<Readonly<Record<string, string>>> {
+  const images = [
+    {
+      name: FLUX_IMAGES.sourceController,
+      binary: controllers.sourceController,
+      tag: controllers.versions.sourceController,
+    },
+    {
+      name: FLUX_IMAGES.kustomizeController,
+      binary: controllers.kustomizeController,
+      tag: controllers.versions.kustomizeController,
+    },
+  ];
+  const pins: Record<string, string> = {};
+  for (const i of images) {
+    const layout = await binaryImageLayout({
+      binary: i.binary,
+      ref: i.tag,
+      user: '65534:65534',
+      // Go's user lookups and kustomize's plugin home want a HOME; /tmp is the controllers' writable emptyDir.
+      env: ['HOME=/tmp'],
+      createdBy: `baton testenv: ${i.name} ${i.tag} built from its Go module`,
+    });
+    const digest = await realNode.pushImage(layout, i.name.slice('ghcr.io/'.length), i.tag);
+    pins[i.name] = `${i.name}:${i.tag}@${digest}`;
+  }
+  return pins;
+}
+
+/** Rewrites every `image: <upstream name>…` line of a manifest to the bed's pin of that image. */
+export function pinBedImages(text: string, pins: Readonly<Record<string, string>>): string {
+  let out = text;
+  for (const [name, pinned] of Object.entries(pins))
+    out = out.replace(new RegExp(`(image: )${name.replace(/[.]/g, '\\.')}[:@]\\S+`, 'g'), `$1${pinned}`);
+  return out;
+}

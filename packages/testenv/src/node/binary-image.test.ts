@@ -1,0 +1,47 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { binaryImageLayout, layoutDigest } from './binary-image.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A copy of /bin/true as a build's `bin/<name>`, at a fresh path (so nothing is cached). */
+function binaryAt(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'binary-image-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, 'bin'));
+  copyFileSync('/bin/true', join(dir, 'bin', name));
+  return join(dir, 'bin', name);
+}
+
+describe('binaryImageLayout', () => {
+  it('is reproducible: the same binary and spec give the same digest at another path and time', async () => {
+    const spec = { ref: 'v1', user: '65534:65534', createdBy: 'test' };
+    const a = await layoutDigest(await binaryImageLayout({ ...spec, binary: binaryAt('tool') }));
+    const b = await layoutDigest(await binaryImageLayout({ ...spec, binary: binaryAt('tool') }));
+    expect(a).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(b).toBe(a);
+    const other = await layoutDigest(
+      await binaryImageLayout({ ...spec, user: '65532:65532', binary: binaryAt('tool') }),
+    );
+    expect(other).not.toBe(a);
+  });
+
+  it('runs the binary from /usr/local/bin as the given user', async () => {
+    const layout = await binaryImageLayout({
+      binary: binaryAt('pause'),
+      ref: 'bed',
+      user: '65535:65535',
+      createdBy: 't',
+    });
+    const blob = (d: string) => JSON.parse(readFileSync(join(layout, 'blobs/sha256', d.slice(7)), 'utf8'));
+    const manifest = blob(await layoutDigest(layout));
+    const config = blob(manifest.config.digest);
+    expect(config.config).toMatchObject({ User: '65535:65535', Entrypoint: ['/usr/local/bin/pause'] });
+    expect(config.created).toBeUndefined();
+  });
+});
