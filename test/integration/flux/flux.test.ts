@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { type ManifestObject, readManifestDir } from '@baton/core';
 import { clientsFromKubeconfigFile, type KubeClients, type KubeObject, serverSideApply } from '@baton/kube';
 import {
@@ -70,6 +71,17 @@ async function get<T>(path: string): Promise<T | undefined> {
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}`);
   return res.body as T;
 }
+
+describe("Flux's CRDs as baton ships them", () => {
+  it('bootstrap-manifests/flux/05-crds.generated.yaml is committed and is what the build takes from the module zips', () => {
+    const rel = relative(ROOT, flux.crdsPath);
+    expect(rel).toBe('bootstrap-manifests/flux/05-crds.generated.yaml');
+    expect(execFileSync('git', ['ls-files', rel], { cwd: ROOT }).toString().trim()).toBe(rel);
+    // The build has just (re)written the file: any difference from the commit is a stale commit.
+    const diff = execFileSync('git', ['diff', '--stat', 'HEAD', '--', rel], { cwd: ROOT }).toString();
+    expect(diff, `regenerate with \`pnpm baton testenv build --flux\` and commit ${rel}`).toBe('');
+  });
+});
 
 const ready = (s: FluxStatus | undefined) => s?.conditions?.find((c) => c.type === 'Ready');
 const gitRepository = () =>

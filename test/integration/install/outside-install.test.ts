@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -76,6 +76,32 @@ describe('the installed packages', () => {
     };
     expect(Object.values(cli.dependencies).filter((v) => v.startsWith('workspace:'))).toEqual([]);
     expect((await runBin('baton', ['--version'])).stdout).toBe(`${cli.version}\n`);
+  });
+
+  it('baton init renders every shipped profile without the repository: the installed package carries them', async () => {
+    for (const profile of ['baton-controller', 'flux', 'argocd']) {
+      const dir = join(project.dir, `init-${profile}`);
+      const r = await runBin('baton', [
+        'init',
+        '--profile',
+        profile,
+        '--git-url',
+        'http://git.invalid/cluster-config.git',
+        '--name',
+        'edge-1',
+        '--dir',
+        dir,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('kind: HandoffPlan');
+      expect(r.stdout).toMatch(new RegExp(`profile: "?${profile}"?\\n`));
+      const pushed = readdirSync(join(dir, 'push'));
+      expect(pushed.length, profile).toBeGreaterThan(3);
+      // Flux and Argo CD wait for their CRDs: the committed, generated file ships with the profile.
+      if (profile !== 'baton-controller') expect(pushed).toContain('05-crds.generated.yaml');
+    }
+    const shipped = await filesUnder(join(project.dir, 'node_modules', '@baton', 'cli', 'profiles'));
+    expect(shipped.some((f) => f.includes('options/') && f.endsWith('.generated.yaml'))).toBe(false);
   });
 
   it('baton testenv without @baton/testenv fails as a usage error naming the package to install', async () => {

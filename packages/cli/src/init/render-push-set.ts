@@ -13,13 +13,16 @@ export interface RenderSource {
 }
 
 /**
- * The folder of a profile shipped in this repository (`bootstrap-manifests/<profile>`), looked for upwards of this
- * module; undefined when there is none (an installed CLI without the repository: pass `--from`).
+ * The folder of a profile shipped with this baton, looked for upwards of this module: `profiles/<profile>` of the
+ * installed package (`pnpm pack` copies them there), or `bootstrap-manifests/<profile>` of the repository; undefined
+ * when there is neither (pass `--from`).
  */
 export function shippedProfileDir(profile: string, from = dirname(fileURLToPath(import.meta.url))): string | undefined {
   for (let dir = from; ; dir = dirname(dir)) {
-    const candidate = join(dir, 'bootstrap-manifests', profile);
-    if (existsSync(join(candidate, 'rules', 'profile.yaml'))) return candidate;
+    for (const folder of ['profiles', 'bootstrap-manifests']) {
+      const candidate = join(dir, folder, profile);
+      if (existsSync(join(candidate, 'rules', 'profile.yaml'))) return candidate;
+    }
     if (dirname(dir) === dir) return undefined;
   }
 }
