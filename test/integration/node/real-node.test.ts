@@ -211,8 +211,8 @@ describe('stopping a bed with a real node', () => {
         child.once('exit', (code) => reject(new Error(`owner exited early with ${code}`)));
       },
     );
+    child.kill('SIGKILL'); // before any assertion: a failed one must not leave the owner running
     expect(Object.keys(started.pids)).toEqual(expect.arrayContaining(['kubelet', 'containerd', 'coredns', 'registry']));
-    child.kill('SIGKILL');
     const alive = (pid: number) => {
       try {
         process.kill(pid, 0);

@@ -83,6 +83,8 @@ describe('cluster lifecycle', () => {
       child.stdout.once('data', (d: Buffer) => resolve(JSON.parse(String(d))));
       child.once('exit', (code) => reject(new Error(`owner exited early with ${code}`)));
     });
+    // Killed before any assertion: a failed one must not leave the owner (and so its cluster) running.
+    child.kill('SIGKILL');
     expect(Object.keys(pids).sort()).toEqual([
       'etcd',
       'kube-apiserver',
@@ -90,7 +92,6 @@ describe('cluster lifecycle', () => {
       'kube-scheduler',
       'kwok',
     ]);
-    child.kill('SIGKILL');
     await eventually(
       async () => Object.values(pids).every((p) => !alive(p)),
       15_000,
