@@ -9,7 +9,7 @@ import {
   runHandoff,
 } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import { startBatonControllerSide, startBedCluster } from '@baton/testenv';
+import { defaultNodeKind, startBatonControllerSide, startBedCluster } from '@baton/testenv';
 import { BATON_CONTROLLER_PROFILE } from './baton-controller-env.js';
 import { createHandoffEnv, startControllerFor } from './handoff-env.js';
 
@@ -56,7 +56,7 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: true } : {}),
-    node: controller === 'baton-controller' && !o.detached ? 'real' : 'kwok',
+    node: controller === 'baton-controller' ? defaultNodeKind({ detached: o.detached === true }) : 'kwok',
   });
   const { kubeconfigPath } = cluster;
   let env: LocalHandoff['env'];

@@ -26,7 +26,12 @@ import { kubeconfigYaml } from './kubeconfig.js';
 import { writeKwokStages } from './kwok-stages.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
 import { type BedNetwork, createBedNetwork, removeBedNetwork } from './node/bed-network.js';
-import { ensureNodeBinaries, type NodeBinaries } from './node/node-binaries.js';
+import {
+  ensureNodeBinaries,
+  NODE_KUBERNETES_VERSIONS,
+  type NodeBinaries,
+  nodeVersionFor,
+} from './node/node-binaries.js';
 import { containerPid, NODE_COMPONENTS, type RealNode, startRealNode, teardownRealNode } from './node/real-node.js';
 import { cacheRoot } from './paths.js';
 import { type CertKeyPair, type ClusterPki, createClusterPki } from './pki.js';
@@ -176,6 +181,10 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
   const version = options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {};
   const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress, ...version }));
+  if (options.node === 'real' && !nodeVersionFor(bin.kubernetesVersion))
+    throw new ConfigError(
+      `node: 'real' on Kubernetes ${bin.kubernetesVersion}: the test bed builds kubelet only for ${NODE_KUBERNETES_VERSIONS.join(', ')}; use node: 'kwok' (or --node kwok) for this version`,
+    );
   const nodeBin =
     options.node === 'real'
       ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: bin.kubernetesVersion })

@@ -14,6 +14,7 @@ import {
 } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
+import { defaultNodeKind } from './node/node-binaries.js';
 import { startPodRunner } from './pod-runner.js';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
@@ -390,7 +391,7 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
   // The controller's takeover is proven on a real node unless the bed is detached (no real node there yet).
-  const nodeKind = node ?? (detached ? 'kwok' : 'real');
+  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
   return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster) =>
     startBatonControllerSide({
       ...sideOptions,

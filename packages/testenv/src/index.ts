@@ -60,7 +60,12 @@ export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
 export type { BedNetwork } from './node/bed-network.js';
 export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
-export { COREDNS_VERSION, ensureNodeBinaries, NODE_KUBERNETES_VERSIONS } from './node/node-binaries.js';
+export {
+  COREDNS_VERSION,
+  defaultNodeKind,
+  ensureNodeBinaries,
+  NODE_KUBERNETES_VERSIONS,
+} from './node/node-binaries.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export type { LocalPod, LocalPodProcess, PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
 export { startPodRunner } from './pod-runner.js';

@@ -13,7 +13,7 @@ import {
 import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { KubeHttp } from '../kube-http.js';
-import { COREDNS_VERSION, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
+import { COREDNS_VERSION, defaultNodeKind, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
 import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
 
@@ -211,7 +211,7 @@ function upCommand() {
     .addOption(
       new Option(
         '--node <kind>',
-        'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real)',
+        'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real where the bed builds kubelet for the version, 1.36.3; else kwok)',
       ).choices(['real', 'kwok'] as const),
     )
     .option('--keep', 'keep the data directory after `down`', false)
@@ -233,7 +233,7 @@ function upCommand() {
         err(
           `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster${bed ? ` and its ${bed.profile} bed` : ''}…`,
         );
-      const node = o.node ?? 'real';
+      const node = o.node ?? defaultNodeKind({ kubernetesVersion });
       await ensureUpBinaries(kubernetesVersion, node, bed?.profile, progress);
       const c = await startDetachedCluster({
         ...(o.name ? { name: o.name } : {}),

@@ -15,6 +15,7 @@ import {
   writeAuditKeyFiles,
   writePullCredential,
 } from '../handoff-bed.js';
+import { defaultNodeKind } from '../node/node-binaries.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
 import { pinBedImages, pushFluxImages } from './flux-images.js';
 import { type FluxPods, startFluxPods } from './flux-pods.js';
@@ -168,7 +169,7 @@ export interface StartFluxBedOptions
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
   // Flux's takeover is proven on a real node unless the bed is detached (no real node there yet).
-  const nodeKind = node ?? (detached ? 'kwok' : 'real');
+  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
   return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
     startFluxSide({
       ...sideOptions,

@@ -59,6 +59,18 @@ export function nodeVersionFor(version: string): string | undefined {
   return (NODE_KUBERNETES_VERSIONS as readonly string[]).includes(version) ? version : undefined;
 }
 
+/**
+ * The node a bed gets unless told: real, except for a detached bed (its side runs in another process than the node)
+ * and for a Kubernetes version whose kubelet the bed does not build yet (`pnpm test:compat` of 1.34, 1.35, 1.37).
+ */
+export function defaultNodeKind(o: {
+  readonly detached?: boolean | undefined;
+  readonly kubernetesVersion?: string | undefined;
+}): 'real' | 'kwok' {
+  if (o.detached) return 'kwok';
+  return nodeVersionFor(resolveKubernetesVersion(o.kubernetesVersion)) ? 'real' : 'kwok';
+}
+
 const memo = new Map<string, Promise<NodeBinaries>>();
 
 /**
