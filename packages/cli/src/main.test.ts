@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommanderError } from '@commander-js/extra-typings';
 import { describe, expect, it } from 'vitest';
-import { buildProgram, NOUNS } from './main.js';
+import { buildProgram, NOUNS, withoutColorFlag } from './main.js';
 
 describe('baton program', () => {
   it('shows each noun in top-level help with the same summary its real command has', async () => {
@@ -35,5 +35,21 @@ describe('baton --version', () => {
     expect(exit).toBe(0);
     expect(printed).toBe(`${pkg.version}\n`);
     expect(pkg.version).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('baton --no-color', () => {
+  it('is taken anywhere before `--` and sets NO_COLOR for every view', () => {
+    const env: NodeJS.ProcessEnv = {};
+    expect(withoutColorFlag(['audit', 'ls', 'log.jsonl', '--no-color'], env)).toEqual(['audit', 'ls', 'log.jsonl']);
+    expect(env.NO_COLOR).toBe('1');
+    const untouched: NodeJS.ProcessEnv = {};
+    expect(withoutColorFlag(['fleet', 'shard', '--', '--no-color'], untouched)).toEqual([
+      'fleet',
+      'shard',
+      '--',
+      '--no-color',
+    ]);
+    expect(untouched.NO_COLOR).toBeUndefined();
   });
 });

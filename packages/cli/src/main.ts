@@ -72,6 +72,7 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
       'hand a new Kubernetes cluster from push to pull, with a scoped, revoked and proven bootstrap credential',
     )
     .version(cliVersion(), '-V, --version', "print baton's version")
+    .option('--no-color', 'no colour in any output, anywhere on the line (as NO_COLOR=1 does)')
     .showHelpAfterError()
     .exitOverride();
   const wanted = argv?.[0] === 'help' ? argv[1] : argv?.[0];
@@ -85,8 +86,9 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
 /** Runs the CLI and resolves to the process exit code. Only the CLI maps errors to exit codes. */
 export async function run(argv: readonly string[]): Promise<number> {
   try {
-    const program = await buildProgram(argv);
-    await program.parseAsync([...argv], { from: 'user' });
+    const args = withoutColorFlag(argv, process.env);
+    const program = await buildProgram(args);
+    await program.parseAsync([...args], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -98,6 +100,18 @@ export async function run(argv: readonly string[]): Promise<number> {
     if (err instanceof ConfigError || (isBatonError(err) && err.code === 'config')) return ExitCode.usage;
     return ExitCode.failed;
   }
+}
+
+/**
+ * `--no-color` is taken anywhere on the line, before or after the noun, as `NO_COLOR=1` (no-color.org), which every
+ * view honours (the step view's listr2 too); the noun sees the rest of the line.
+ */
+export function withoutColorFlag(argv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const end = argv.indexOf('--');
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  if (!flags.includes('--no-color')) return [...argv];
+  env.NO_COLOR = '1';
+  return [...flags.filter((a) => a !== '--no-color'), ...(end < 0 ? [] : argv.slice(end))];
 }
 
 function isMain(): boolean {

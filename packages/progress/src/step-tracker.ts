@@ -1,4 +1,5 @@
 import type { HandoffSummary } from '@baton/core';
+import { shorten } from '@baton/terminal';
 
 /** The steps of a handoff in the order core runs them (`HandoffStep` in @baton/core). */
 export const STEP_ORDER = [
@@ -166,7 +167,13 @@ export function formatDuration(ms: number | undefined): string {
   return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
-/** One finished step as a plain line: `push         0.4 s   12 objects pushed`. */
-export function formatStep(s: StepState): string {
-  return `${s.step.padEnd(12)} ${formatDuration(s.durationMs).padStart(9)}${s.fact ? `   ${s.fact}` : ''}`;
+/**
+ * One finished step as a plain line: `push         0.4 s   12 objects pushed`; with `width`, the fact is shortened in
+ * the middle so the line fits it (an identity keeps both ends).
+ */
+export function formatStep(s: StepState, width?: number): string {
+  const head = `${s.step.padEnd(12)} ${formatDuration(s.durationMs).padStart(9)}`;
+  if (!s.fact) return head;
+  const room = width === undefined ? s.fact.length : Math.max(10, width - head.length - 3);
+  return `${head}   ${shorten(s.fact, room)}`;
 }

@@ -1,14 +1,7 @@
 import type { HandoffSummary } from '@baton/core';
+import { screenOf } from '@baton/terminal';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
-import {
-  formatDuration,
-  formatStep,
-  type LogRecord,
-  type PlanFacts,
-  STEP_ORDER,
-  type StepState,
-  StepTracker,
-} from './step-tracker.js';
+import { formatStep, type LogRecord, type PlanFacts, STEP_ORDER, type StepState, StepTracker } from './step-tracker.js';
 
 /** Options of {@link createStepView}. */
 export interface StepViewOptions {
@@ -22,6 +15,8 @@ export interface StepViewOptions {
   readonly prefix?: string;
   /** Monotonic clock. @default performance.now */
   readonly nowMs?: () => number;
+  /** Columns a line may take. @default the stream's columns on a terminal, else 80 */
+  readonly width?: number;
 }
 
 /** The step view of one handoff, shared by `baton up`, the demo and (as a row) each fleet cluster. */
@@ -43,9 +38,11 @@ export function createStepView(o: StepViewOptions): StepView {
   const now = o.nowMs ?? (() => performance.now());
   const tracker = new StepTracker(o.facts);
   const tty = o.isTTY ?? o.out.isTTY === true;
+  const width = o.width ?? screenOf(o.out).width;
   if (!tty) {
+    const prefix = o.prefix ? `${o.prefix} ` : '';
     const print = (s: StepState | undefined) => {
-      if (s) o.out.write(`${o.prefix ? `${o.prefix} ` : ''}${formatStep(s)}\n`);
+      if (s) o.out.write(`${prefix}${formatStep(s, width - prefix.length)}\n`);
     };
     return {
       tracker,
@@ -57,10 +54,11 @@ export function createStepView(o: StepViewOptions): StepView {
       },
     };
   }
-  return liveView(o, tracker, now);
+  // listr2 puts a mark and a space before each title.
+  return liveView(o, tracker, now, width - 2);
 }
 
-function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number): StepView {
+function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number, width: number): StepView {
   const waiters = new Map<string, { resolve: () => void; promise: Promise<void> }>();
   const waiter = (step: string) => {
     let w = waiters.get(step);
@@ -88,12 +86,12 @@ function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number): 
         const ticker = setInterval(() => {
           const s = tracker.steps.find((x) => x.step === step);
           if (s?.durationMs === undefined && s)
-            task.title = `${step}  ${formatDuration(now() - s.startedMs)}${s.fact ? `  ${s.fact}` : ''}`;
+            task.title = formatStep({ ...s, durationMs: now() - s.startedMs }, width);
         }, 200);
         await Promise.race([waiter(`end:${step}`).promise, waiter('done').promise]);
         clearInterval(ticker);
         const s = tracker.steps.find((x) => x.step === step)!;
-        task.title = formatStep(s);
+        task.title = formatStep(s, width);
       },
     })),
     {

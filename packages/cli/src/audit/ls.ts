@@ -1,6 +1,6 @@
 import { type DecodedEntry, readEntries } from '@baton/audit';
+import { ageOf, type Column, OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
-import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 import { intArg, print, timeArg } from './cli-io.js';
 
 /** The row `ls` prints for one entry. */
@@ -71,17 +71,27 @@ export function lsCommand() {
         if (o.last !== undefined && rows.length > o.last * 2) rows.splice(0, rows.length - o.last);
       }
       const shown = o.last !== undefined ? rows.slice(-o.last) : rows;
-      print(
-        formatRows(shown, o.output, [
-          'index',
-          'finishedAt',
-          'cluster',
-          'outcome',
-          'failedStep',
-          'actor',
-          'liveSeconds',
-          'runId',
-        ]),
-      );
+      print(renderRows(shown, o.output, entryColumns(Date.now()), screenOf()));
     });
+}
+
+type EntryRow = ReturnType<typeof entryRow>;
+
+/**
+ * The table of `audit ls`: when as an age (the time in `-o wide`), long identities shortened; the actor and the run
+ * id only where they fit (always in `-o wide`).
+ */
+export function entryColumns(now: number): Column<EntryRow>[] {
+  return [
+    { header: 'INDEX', value: (r) => String(r.index) },
+    { header: 'AGE', value: (r) => ageOf(r.finishedAt, now) },
+    { header: 'FINISHED AT', value: (r) => r.finishedAt, wide: true },
+    { header: 'CLUSTER', value: (r) => r.cluster, shrink: 'middle' },
+    { header: 'OUTCOME', value: (r) => r.outcome },
+    { header: 'FAILED STEP', value: (r) => r.failedStep },
+    { header: 'ACTOR', value: (r) => r.actor, shrink: 'middle', optional: true },
+    { header: 'VIA', value: (r) => r.via, wide: true },
+    { header: 'LIVE (S)', value: (r) => (r.liveSeconds === null ? '' : String(r.liveSeconds)) },
+    { header: 'RUN ID', value: (r) => r.runId, shrink: 'middle', optional: true },
+  ];
 }

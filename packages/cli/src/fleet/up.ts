@@ -26,10 +26,10 @@ import {
 import { budgetText, createFleetView } from '@baton/fleet/progress';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import { createRunLog, type PlanFacts, planFacts } from '@baton/progress';
+import { type Column, OUTPUT_FORMATS, renderTable, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { intArg } from '../audit/cli-io.js';
-import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 import { parseDurationMs } from '../up/command.js';
 
 /** `baton fleet up`: hand off every cluster of a fleet file in waves. */
@@ -290,10 +290,10 @@ function printResult(
       status: c.status,
       attempts: c.attempts,
       seconds: c.durationMs ? (c.durationMs / 1000).toFixed(1) : '',
-      detail: c.error ? `${c.failedStep ?? ''}: ${c.error}`.slice(0, 100) : (c.summary?.credential?.fingerprint ?? ''),
+      detail: c.error ? `${c.failedStep ?? ''}: ${c.error}` : (c.summary?.credential?.fingerprint ?? ''),
     })),
   );
-  process.stdout.write(formatRows(rows, 'table', ['wave', 'cluster', 'status', 'attempts', 'seconds', 'detail']));
+  process.stdout.write(renderTable(rows, FLEET_COLUMNS, { width: screenOf().width, wide: format === 'wide' }));
   const notStarted = r.notStarted.length > 0 ? `; never started: ${r.notStarted.join(', ')}` : '';
   process.stdout.write(`fleet ${name} ${r.outcome}: ${budgetText(r.budget)}${notStarted}\n`);
 }
@@ -305,3 +305,23 @@ function safeUser(): string {
     return 'unknown';
   }
 }
+
+/** One cluster of a fleet run in the table `fleet up` prints at the end. */
+interface FleetRow {
+  readonly wave: string;
+  readonly cluster: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly seconds: string;
+  readonly detail: string;
+}
+
+/** The fleet's table: the detail (an error, or the credential's fingerprint) cut to fit, whole in `-o wide`. */
+export const FLEET_COLUMNS: readonly Column<FleetRow>[] = [
+  { header: 'WAVE', value: (r) => r.wave, shrink: 'end' },
+  { header: 'CLUSTER', value: (r) => r.cluster, shrink: 'middle' },
+  { header: 'STATUS', value: (r) => r.status },
+  { header: 'ATTEMPTS', value: (r) => String(r.attempts) },
+  { header: 'SECONDS', value: (r) => r.seconds },
+  { header: 'DETAIL', value: (r) => r.detail, shrink: 'end' },
+];

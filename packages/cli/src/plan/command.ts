@@ -5,9 +5,9 @@ import {
   loadHandoffPlan,
   previewHandoff,
 } from '@baton/core';
+import { OUTPUT_FORMATS } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { OUTPUT_FORMATS } from '../output/format.js';
 import { operatorClients } from '../up/handoff-deps.js';
 
 /** What `baton plan` prints: the push plan, and what the cluster says of it when one is named. */

@@ -1,7 +1,6 @@
 import { readReceipt } from '@baton/core';
+import { ageOf, type Field, isTimestamp, renderObject, screenOf, words } from '@baton/terminal';
 import type { Command } from '@commander-js/extra-typings';
-import { stringify } from 'yaml';
-import { formatRows } from '../output/format.js';
 import { clusterCommand, clusterTarget } from '../up/cluster-target.js';
 
 /** `baton status`: show the in-cluster handoff receipt. Exit 1 when the cluster has none. */
@@ -17,14 +16,22 @@ export function statusCommand(): Command {
         process.exitCode = 1;
         return;
       }
-      if (o.output === 'json') process.stdout.write(`${JSON.stringify(receipt, null, 2)}\n`);
-      else if (o.output === 'yaml') process.stdout.write(stringify(receipt, { version: '1.1' }));
-      else {
-        const rows = Object.entries(receipt)
-          .filter(([k]) => k !== 'auditCheckpoint')
-          .map(([field, value]) => ({ field, value }));
-        process.stdout.write(formatRows(rows, 'table', ['field', 'value']));
-      }
+      const fields = receiptFields(receipt, Date.now(), o.output === 'wide');
+      process.stdout.write(renderObject(receipt, o.output, fields, screenOf()));
     },
   );
+}
+
+/**
+ * The receipt as `key: value` lines: keys as words, times as ages (`handed off at: 5m ago`) and whole in `-o wide`,
+ * nested values as JSON; the audit checkpoint (a signed note of many lines) only in `-o json|yaml`.
+ */
+export function receiptFields(receipt: object, now: number, wide: boolean): Field[] {
+  return Object.entries(receipt)
+    .filter(([k]) => k !== 'auditCheckpoint')
+    .map(([k, v]): Field => {
+      if (isTimestamp(v)) return [words(k), wide ? v : `${ageOf(v, now)} ago`];
+      if (v === null || v === undefined) return [words(k), undefined];
+      return [words(k), typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean)];
+    });
 }

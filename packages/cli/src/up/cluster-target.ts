@@ -1,7 +1,7 @@
 import { loadHandoffPlan } from '@baton/core';
 import type { KubeClients } from '@baton/kube';
+import { OUTPUT_FORMATS } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
-import { OUTPUT_FORMATS } from '../output/format.js';
 import { operatorClients } from './handoff-deps.js';
 
 /** A command with the options every cluster-side noun shares: --plan, --kubeconfig, --context, --namespace, -o. */

@@ -2,11 +2,11 @@ import { dirname, join } from 'node:path';
 import { type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
 import { ConfigError, isBatonError, TimeoutError } from '@baton/errors';
 import { createRunLog, createStepView, planFacts } from '@baton/progress';
+import { OUTPUT_FORMATS, renderFields, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { formatRows, OUTPUT_FORMATS } from '../output/format.js';
 import { cliHandoffDeps, operatorClients } from './handoff-deps.js';
-import { summaryRows } from './summary-rows.js';
+import { summaryFields } from './summary-fields.js';
 
 /** Parses `10m`, `90s`, `1h` or plain seconds into milliseconds. @throws {ConfigError} otherwise. */
 export function parseDurationMs(v: string): number {
@@ -42,7 +42,7 @@ Environment:
       try {
         await up(o);
       } catch (err) {
-        if (o.output !== 'table') printSummary(refusal(o.plan, err), o.output);
+        if (o.output === 'json' || o.output === 'yaml') printSummary(refusal(o.plan, err), o.output);
         throw err;
       }
     });
@@ -101,8 +101,11 @@ async function up(o: UpOptions): Promise<void> {
       onStep: view.onStep,
     });
     await view.finish(summary);
-    if (o.output === 'table') process.stdout.write(formatRows(summaryRows(summary), 'table', ['field', 'value']));
-    else printSummary(summary, o.output);
+    if (o.output === 'json' || o.output === 'yaml') printSummary(summary, o.output);
+    else
+      process.stdout.write(
+        renderFields(summaryFields(summary), { width: screenOf().width, wide: o.output === 'wide' }),
+      );
     const ok = summary.outcome === 'handed-off' || (summary.outcome === 'already-handed-off' && !summary.error);
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, isBatonError } from '@baton/errors';
+import { ageOf, OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { ensureArgoCd } from '../argocd/argocd-build.js';
 import { listClusters, stopClusterByName } from '../cluster.js';
@@ -15,7 +16,6 @@ import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.j
 import { KubeHttp } from '../kube-http.js';
 import { COREDNS_VERSION, defaultNodeKind, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
-import { formatRows, OUTPUT_FORMATS } from './format-rows.js';
 
 const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;
 
@@ -54,7 +54,23 @@ export function testenvCommand(): Command {
         auditLogPath: c.auditLogPath,
         startedAt: c.startedAt,
       }));
-      process.stdout.write(formatRows(rows, o.output, ['name', 'status', 'server', 'kubeconfigPath']));
+      const now = Date.now();
+      process.stdout.write(
+        renderRows(
+          rows,
+          o.output,
+          [
+            { header: 'NAME', value: (r) => r.name, shrink: 'middle' },
+            { header: 'STATUS', value: (r) => r.status },
+            { header: 'AGE', value: (r) => ageOf(r.startedAt, now) },
+            { header: 'SERVER', value: (r) => r.server },
+            { header: 'KUBECONFIG', value: (r) => r.kubeconfigPath, shrink: 'middle', optional: true },
+            { header: 'STARTED AT', value: (r) => r.startedAt ?? '', wide: true },
+            { header: 'AUDIT LOG', value: (r) => r.auditLogPath ?? '', wide: true },
+          ],
+          screenOf(),
+        ),
+      );
     });
 
   cmd
@@ -79,7 +95,21 @@ export function testenvCommand(): Command {
           kubelet: n.status?.nodeInfo?.kubeletVersion ?? '',
           created: n.metadata.creationTimestamp,
         }));
-        process.stdout.write(formatRows(rows, o.output, ['name', 'ready', 'kubelet', 'created']));
+        const now = Date.now();
+        process.stdout.write(
+          renderRows(
+            rows,
+            o.output,
+            [
+              { header: 'NAME', value: (r) => r.name },
+              { header: 'READY', value: (r) => r.ready },
+              { header: 'AGE', value: (r) => ageOf(r.created, now) },
+              { header: 'KUBELET', value: (r) => r.kubelet },
+              { header: 'CREATED', value: (r) => r.created ?? '', wide: true },
+            ],
+            screenOf(),
+          ),
+        );
       } finally {
         http.close();
       }

@@ -1,8 +1,9 @@
 import type { HandoffSummary } from '@baton/core';
+import type { Field } from '@baton/terminal';
 
-/** The handoff summary as key/value rows for `-o table`. */
-export function summaryRows(s: HandoffSummary): { field: string; value: string }[] {
-  const rows: [string, unknown][] = [
+/** The handoff summary as `key: value` lines for `-o table|wide` (empty ones are left out). */
+export function summaryFields(s: HandoffSummary): Field[] {
+  const rows: [string, string | number | boolean | undefined][] = [
     ['outcome', s.outcome],
     ['run', s.runId],
     ['cluster', `${s.cluster.name} (${s.cluster.server})`],
@@ -51,5 +52,5 @@ export function summaryRows(s: HandoffSummary): { field: string; value: string }
     ['leftovers removed', s.leftoversRemoved.length > 0 ? s.leftoversRemoved.join(', ') : undefined],
     ['total seconds', s.totalSeconds],
   ];
-  return rows.filter(([, v]) => v !== undefined && v !== '').map(([field, value]) => ({ field, value: String(value) }));
+  return rows.filter(([, v]) => v !== undefined && v !== '');
 }

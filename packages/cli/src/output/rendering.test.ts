@@ -1,0 +1,152 @@
+// What each command prints for a person, at 80 and 130 columns (issue 32): no line wider than the screen, headers as
+// words, every field in -o wide, and json/yaml exactly the data (what scripts read).
+import type { HandoffSummary } from '@baton/core';
+import { widestLine as longest, renderFields, renderRows, renderTable } from '@baton/terminal';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { entryColumns } from '../audit/ls.js';
+import { FLEET_COLUMNS } from '../fleet/up.js';
+import { leftoverColumns } from '../revoke/command.js';
+import { receiptFields } from '../status/command.js';
+import { summaryFields } from '../up/summary-fields.js';
+
+const NOW = Date.parse('2026-12-05T10:00:00Z');
+const IDENTITY = 'system:serviceaccount:baton-system:baton-bootstrap-20261205094500-3f9a1c';
+const FINGERPRINT = `sha256:${'7c4e19ab'.repeat(8)}`;
+
+const summary: HandoffSummary = {
+  runId: '20261205094500-3f9a1c',
+  outcome: 'handed-off',
+  cluster: { name: 'prod-eu-1', server: 'https://prod-eu-1.k8s.acme.example:6443' },
+  revision: `main@sha1:${'e'.repeat(40)}`,
+  credential: {
+    subject: IDENTITY,
+    fingerprint: FINGERPRINT,
+    jti: 'jti-1',
+    issuedAt: '2026-12-05T09:45:01.000Z',
+    expiresAt: '2026-12-05T09:55:01.000Z',
+    revokedAt: '2026-12-05T09:45:19.000Z',
+    secretDeletedAt: '2026-12-05T09:45:09.000Z',
+    liveSeconds: 18.2,
+    rules: [],
+  },
+  totalSeconds: 21.4,
+  leftoversRemoved: [],
+  stepDurationsMs: {},
+  proof: {
+    probeStatus: 401,
+    tokenReviewAuthenticated: false,
+    provedAt: '2026-12-05T09:45:20.000Z',
+  } as NonNullable<HandoffSummary['proof']>,
+  audit: {
+    index: 41,
+    eventId: '20261205094500-3f9a1c',
+    eventDigest: `sha256:${'1'.repeat(64)}`,
+    checkpoint: 'checkpoint',
+    checkpointPath: '/home/platform/clusters/prod-eu-1/audit/checkpoint',
+    logPath: '/home/platform/clusters/prod-eu-1/audit/handoffs.jsonl',
+  },
+};
+
+const receipt = {
+  runId: summary.runId,
+  outcome: 'handed-off',
+  revision: summary.revision,
+  recordedAt: '2026-12-05T09:45:21.000Z',
+  credentialFingerprint: FINGERPRINT,
+  auditEventId: summary.runId,
+  auditEventDigest: `sha256:${'1'.repeat(64)}`,
+  auditLogIndex: '41',
+  auditCheckpoint: 'test.baton.dev/audit\n42\nroot\n\n— baton sig',
+};
+
+const entries = [0, 1, 2].map((i) => ({
+  index: 40 + i,
+  finishedAt: `2026-12-05T0${7 + i}:45:21.000Z`,
+  cluster: i === 1 ? 'edge-store-0042-berlin-mitte' : 'prod-eu-1',
+  outcome: i === 1 ? 'failed' : 'handed-off',
+  failedStep: i === 1 ? 'takeover' : '',
+  actor: i === 2 ? 'kubernetes-admin' : IDENTITY,
+  via: 'cli',
+  liveSeconds: i === 1 ? null : 18.2,
+  runId: `2026120509450${i}-3f9a1c`,
+}));
+
+const fleetRows = [
+  {
+    wave: '1 canary',
+    cluster: 'edge-store-0042-berlin-mitte',
+    status: 'failed',
+    attempts: 2,
+    seconds: '41.7',
+    detail:
+      'takeover: the controller did not reach main@sha1:eeee within 300 s: GitSync baton-system/baton-controller condition Ready=False (FetchFailed: repository not found)',
+  },
+  { wave: '2 rest', cluster: 'prod-eu-1', status: 'handed-off', attempts: 1, seconds: '22.0', detail: FINGERPRINT },
+];
+
+const leftovers = [
+  {
+    runId: summary.runId,
+    name: 'baton-bootstrap-20261205094500-3f9a1c',
+    deleted: 4,
+    secretDeletedAt: summary.credential!.secretDeletedAt,
+  },
+];
+
+describe.each([80, 130])('at %i columns', (width) => {
+  it('baton up: the summary as key: value lines that fit, every value whole in -o wide', () => {
+    const out = renderFields(summaryFields(summary), { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out).toMatch(/^outcome: +handed-off\n/);
+    expect(out).toMatch(/\ncredential live seconds: +18\.2\n/);
+    const wide = renderFields(summaryFields(summary), { width, wide: true });
+    expect(wide).toContain(IDENTITY);
+    expect(wide).toContain(FINGERPRINT);
+  });
+
+  it('baton status: keys as words, times as ages; the time itself in -o wide', () => {
+    const out = renderFields(receiptFields(receipt, NOW, false), { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out).toMatch(/^run id: +20261205094500-3f9a1c$/m);
+    expect(out).toMatch(/^recorded at: +14m ago$/m);
+    expect(out).not.toMatch(/[a-z][A-Z]/);
+    expect(out).not.toContain('checkpoint');
+    const wide = renderFields(receiptFields(receipt, NOW, true), { width, wide: true });
+    expect(wide).toMatch(/^recorded at: +2026-12-05T09:45:21\.000Z$/m);
+    expect(wide).toContain(FINGERPRINT);
+  });
+
+  it('baton audit ls: an AGE column, multi-word headers, whole values in -o wide', () => {
+    const out = renderRows(entries, 'table', entryColumns(NOW), { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out.split('\n')[0]).toMatch(/^INDEX {3}AGE {3,}CLUSTER {3,}OUTCOME {3,}FAILED STEP {3,}/);
+    // The actor and the run id where they fit: not at 80 columns, shortened at 130.
+    expect(out.split('\n')[0]?.includes('ACTOR')).toBe(width > 80);
+    expect(out).toMatch(/\n40 {6}134m {3}prod-eu-1 /);
+    const wide = renderRows(entries, 'wide', entryColumns(NOW), { width });
+    for (const e of entries) for (const v of [e.finishedAt, e.actor, e.runId, e.cluster]) expect(wide).toContain(v);
+    expect(wide.split('\n')[0]).toContain('FINISHED AT');
+  });
+
+  it('baton fleet up: the error detail cut to the screen, whole in -o wide', () => {
+    const out = renderTable(fleetRows, FLEET_COLUMNS, { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out).toMatch(/^WAVE +CLUSTER +STATUS +ATTEMPTS +SECONDS +DETAIL$/m);
+    expect(renderTable(fleetRows, FLEET_COLUMNS, { width, wide: true })).toContain(fleetRows[0]!.detail);
+  });
+
+  it('baton revoke: the removed leftovers fit, the deletion as an age', () => {
+    const out = renderRows(leftovers, 'table', leftoverColumns(NOW), { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out).toMatch(/SECRET DELETED\n/);
+    expect(out).toMatch(/ 14m\n$/);
+  });
+});
+
+describe('json and yaml are the data, as before the renderer', () => {
+  it('prints the rows as JSON.stringify(rows, null, 2) and YAML 1.1, whatever the columns', () => {
+    expect(renderRows(entries, 'json', entryColumns(NOW), { width: 80 })).toBe(`${JSON.stringify(entries, null, 2)}\n`);
+    expect(parse(renderRows(entries, 'yaml', entryColumns(NOW), { width: 40 }))).toEqual(entries);
+  });
+});
