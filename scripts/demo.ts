@@ -15,7 +15,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger, type HandoffSummary } from '@baton/core';
+import { type HandoffSummary, loadHandoffPlan } from '@baton/core';
+import { createRunLog, createStepView, planFacts } from '@baton/progress';
 import type { HandoffReceipt } from '@baton/pulumi';
 import {
   apiserverRequestsBy,
@@ -32,6 +33,7 @@ const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const keep = args.includes('--keep');
+const verbose = args.includes('--verbose');
 const option = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
 const profile = option('--profile') ?? 'baton-controller';
 if (profile !== 'baton-controller' && profile !== 'flux' && profile !== 'argocd') {
@@ -110,10 +112,23 @@ let run: DemoRun | undefined;
 let pulumi: PulumiUpResult | undefined;
 let activity: ReturnType<typeof identitySummary> = null;
 try {
-  if (via === 'cli')
-    run = await batonUpInProcess(bed, createLogger({ pretty: !json && process.stderr.isTTY === true }), ac.signal);
-  else {
-    pulumi = await pulumiUp(bed, demoDir, ac.signal);
+  if (via === 'cli') {
+    // What `baton up` shows: the step view on stderr, the full log in a file (on stderr with --verbose).
+    const view = createStepView({ out: process.stderr, facts: planFacts(loadHandoffPlan(bed.side.planPath)) });
+    const { log, path } = createRunLog({
+      verbose,
+      file: join(demoDir, 'logs', `up-${bed.clusterName}.log`),
+      onRecord: view.onRecord,
+    });
+    if (path) err(`full log: ${relative(REPO_ROOT, path)}`);
+    try {
+      run = await batonUpInProcess(bed, log, ac.signal, view.onStep);
+    } finally {
+      await view.finish(run as HandoffSummary | undefined);
+    }
+  } else {
+    // pulumi up's own progress (its resource lines) on stderr while it runs; stdout stays for --json.
+    pulumi = await pulumiUp(bed, demoDir, ac.signal, undefined, { onOutput: (t) => process.stderr.write(t) });
     run = pulumi.receipt ?? failedUpdate(pulumi);
   }
   exitCode = run.outcome === 'handed-off' ? 0 : 1;

@@ -34,6 +34,7 @@ command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux) # a real terminal for the test of what baton up shows
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing Debian packages: ${missing[*]}"

@@ -12,10 +12,11 @@ export function batonUpInProcess(
   bed: HandoffBed<ControllerSide>,
   log: Logger,
   signal: AbortSignal,
+  onStep?: (step: string) => void,
 ): Promise<HandoffSummary> {
   const loaded = loadHandoffPlan(bed.side.planPath);
   const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(bed.kubeconfigPath), {
     overrides: { log, resolveRevision: async () => bed.side.revision, signal },
   });
-  return runHandoff(loaded, deps);
+  return runHandoff(loaded, onStep ? { ...deps, onStep } : deps);
 }

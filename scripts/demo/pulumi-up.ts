@@ -63,7 +63,11 @@ export async function pulumiUp(
   outDir: string,
   signal: AbortSignal,
   project: PulumiProject = LOCAL_STACK,
-  options: { readonly upArgs?: readonly string[] } = {},
+  options: {
+    readonly upArgs?: readonly string[];
+    /** Sees `pulumi up`'s output as it runs (the demo shows its progress). */
+    readonly onOutput?: (text: string) => void;
+  } = {},
 ): Promise<PulumiUpResult> {
   const stack = bed.clusterName;
   const projectDir = project.dir;
@@ -73,7 +77,12 @@ export async function pulumiUp(
     env.run([...args, '--stack', stack], { cwd: projectDir, stack, signal, ...(input === undefined ? {} : { input }) });
   // `up` is not killed on abort: killing the engine would kill the provider mid-handoff, before it revokes the
   // bootstrap credential. The handoff runs to its end (revoked, proved, recorded) and the demo stops after it.
-  const runUp = () => env.run(['up', '--yes', ...(options.upArgs ?? []), '--stack', stack], { cwd: projectDir, stack });
+  const runUp = () =>
+    env.run(['up', '--yes', ...(options.upArgs ?? []), '--stack', stack], {
+      cwd: projectDir,
+      stack,
+      ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    });
   const statePath = join(outDir, 'pulumi-state.json');
   const logPath = join(outDir, 'pulumi-up.log');
   try {

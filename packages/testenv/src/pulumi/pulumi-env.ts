@@ -55,6 +55,8 @@ export interface PulumiRunOptions {
    * from stdin), never in argv: other processes can read argv, and a value may start with a dash.
    */
   readonly input?: string;
+  /** Sees the CLI's output (stdout and stderr) as it comes, e.g. to show `pulumi up`'s progress while it runs. */
+  readonly onOutput?: (text: string) => void;
 }
 
 /** A per-run, fully offline Pulumi setup: file backend, own PULUMI_HOME with the provider installed, no downloads. */
@@ -181,9 +183,11 @@ async function runPulumi(
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       stdout += d;
+      options.onOutput?.(d);
     });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
+      options.onOutput?.(d);
     });
     const onAbort = () => {
       try {
