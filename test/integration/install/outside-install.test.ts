@@ -1,21 +1,24 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { createPulumiEnv, ensurePulumiEngine, type HandoffBed, type PulumiEnv } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { startDemoBed } from '../../../scripts/demo/bed.js';
 import { configureStack } from '../../../scripts/demo/pulumi-up.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
 import {
+  installOutside,
   installUserPulumiProject,
   type OutsideInstall,
   type PackedTarballs,
   packPackages,
   runtimeClosure,
 } from '../../support/outside-install.js';
+import { readmeBlock } from '../../support/readme-block.js';
 import { stackCli } from '../pulumi/pulumi-fixture.js';
 
 // baton as a user gets it: the CLI and the Pulumi component packed, `npm install`ed into a fresh directory outside the
@@ -164,5 +167,98 @@ describe('pulumi up of a program of its own that imports the installed @baton/pu
     expect(again.stdout).toMatch(/3 unchanged/);
     for (const secret of bed.side.secretValues) expect(printed.join('\n')).not.toContain(secret);
     expect(printed.join('\n')).not.toMatch(JWT_PATTERN);
+  }, 900_000);
+});
+
+describe("the README's 'Use it on your cluster' block, typed as it stands by a user of the installed CLI", () => {
+  // The user's machine: `npm install @baton/cli` (the packed tarballs) in a fresh folder, a home whose
+  // ~/.kube/config reaches the cluster and whose Git pushes to the repository; GIT_URL, GIT_USER and DEPLOY_TOKEN as
+  // the README names them. Nothing else: no checkout path, no variable of baton's.
+  let bed: HandoffBed;
+  let user: OutsideInstall;
+  let home: string;
+  let env: NodeJS.ProcessEnv;
+  let deployToken: string;
+  const lines = readmeBlock('use-it');
+
+  beforeAll(async () => {
+    const cliOnly = new Set(runtimeClosure(['@baton/cli']));
+    user = await installOutside({ tarballs: new Map([...tarballs].filter(([name]) => cliOnly.has(name))) });
+    bed = await startDemoBed({ name: `outside-readme-${process.pid}` });
+    const plan = parse(readFileSync(bed.side.planPath, 'utf8')) as { pull: { source: { url: string } } };
+    const url = plan.pull.source.url;
+    const pull = parse(readFileSync(bed.side.pullCredentialPath, 'utf8')) as { username: string; password: string };
+    deployToken = pull.password;
+    home = await mkdtemp(join(tmpdir(), 'baton-home-'));
+    await mkdir(join(home, '.kube'));
+    await copyFile(bed.kubeconfigPath, join(home, '.kube', 'config'));
+    const origin = new URL(url);
+    await writeFile(
+      join(home, '.git-credentials'),
+      `${origin.protocol}//${pull.username}:${pull.password}@${origin.host}\n`,
+      { mode: 0o600 },
+    );
+    await writeFile(
+      join(home, '.gitconfig'),
+      '[user]\n\tname = Platform Engineer\n\temail = platform@example.test\n[credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n',
+    );
+    env = { ...user.env, HOME: home, GIT_URL: url, GIT_USER: pull.username, DEPLOY_TOKEN: deployToken };
+  }, 900_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+    await user?.remove();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  it('is the block the test runs: init, the commit, the pull credential, plan, up, status, audit verify', () => {
+    const commands = lines.filter((l) => l.trim() !== '').map((l) => l.split(/\s+/).slice(0, 3).join(' '));
+    expect(commands).toEqual([
+      'npx baton init',
+      'git clone -q',
+      'git -C fleet',
+      "printf 'username: %s\\npassword:",
+      'npx baton plan',
+      'npx baton up',
+      'npx baton status',
+      'npx baton audit',
+    ]);
+  });
+
+  it('hands the cluster off to the controller it pushed, following the commit the user made', async () => {
+    const outputs: string[] = [];
+    const seconds: Record<string, number> = {};
+    for (const line of lines) {
+      const started = performance.now();
+      const r = await execFileAsync('bash', ['-o', 'pipefail', '-c', line], {
+        cwd: user.dir,
+        env,
+        timeout: 600_000,
+        maxBuffer: 16 * 1024 * 1024,
+      }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+      outputs.push(r.stdout, r.stderr);
+      expect('code' in r ? r.code : 0, `${line}\n${r.stdout}\n${r.stderr}`).toBe(0);
+      seconds[line.split(/\s+/).slice(0, 3).join(' ')] = (performance.now() - started) / 1000;
+      if (line.startsWith('npx baton up'))
+        expect(r.stdout).toMatch(/^outcome: +handed-off\n[\s\S]*\ncluster: +prod-eu-1 /);
+      if (line.startsWith('npx baton status')) {
+        // The receipt names the commit the user pushed: the controller follows clusters/prod-eu-1 of their repository.
+        const head = (await execFileAsync('git', ['-C', join(user.dir, 'fleet'), 'rev-parse', 'HEAD'], { env })).stdout;
+        expect(r.stdout).toMatch(/^run id: /m);
+        expect(r.stdout).toMatch(/^outcome: +handed-off$/m);
+        expect(r.stdout).toContain(head.trim());
+      }
+      if (line.startsWith('npx baton audit verify')) expect(r.stdout).toMatch(/verified|ok/i);
+    }
+    process.stderr.write(
+      `README block: npm install ${user.installSeconds.toFixed(1)} s; ${Object.entries(seconds)
+        .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
+        .join('; ')}\n`,
+    );
+    const webhook = parse(readFileSync(join(user.dir, 'baton-webhook.yaml'), 'utf8')) as Record<string, string>;
+    const all = outputs.join('\n');
+    expect(all).not.toContain(deployToken);
+    for (const value of Object.values(webhook)) expect(all).not.toContain(value);
+    expect(all).not.toMatch(JWT_PATTERN);
   }, 900_000);
 });
