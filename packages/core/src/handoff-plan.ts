@@ -63,6 +63,9 @@ export const ControllerSchema = z
  * A handoff plan: the cluster, the push (what is installed, with which credential), the pull (which controller
  * takes over from which Git source, with which credential), the time limits and the audit log.
  */
+/** The audit log's origin when the plan names none (its checkpoints and trusted-keys file carry it). */
+export const DEFAULT_HANDOFF_LOG_ORIGIN = 'baton.dev/handoff';
+
 export const HandoffPlanSchema = z
   .strictObject({
     apiVersion: z.literal('baton.dev/v1alpha1'),
@@ -152,7 +155,7 @@ export const HandoffPlanSchema = z
     audit: z.strictObject({
       logPath: z.string().min(1).describe('audit log file (relative to the plan)'),
       signingKeyPath: z.string().min(1).describe('Ed25519 signing key file (relative to the plan)'),
-      origin: z.string().default('baton.dev/handoff'),
+      origin: z.string().default(DEFAULT_HANDOFF_LOG_ORIGIN),
     }),
     journalDir: z.string().default('.baton/journal').describe('local step journal (relative to the plan)'),
   })

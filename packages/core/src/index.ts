@@ -23,7 +23,13 @@ export type {
 export { HandoffStep } from './handoff/types.js';
 export { runHandoff } from './handoff.js';
 export type { HandoffPlan, HandoffPlanInput, LoadedPlan } from './handoff-plan.js';
-export { HandoffPlanSchema, handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+export {
+  DEFAULT_HANDOFF_LOG_ORIGIN,
+  HandoffPlanSchema,
+  handoffPlanJsonSchema,
+  loadHandoffPlan,
+  parseHandoffPlan,
+} from './handoff-plan.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';
 export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';

@@ -60,6 +60,10 @@ describe('baton init', () => {
     expect(preview.objects).toContain('Deployment/baton-system/baton-controller');
     expect(preview.objects).toContain('Secret/baton-system/baton-pull-credential');
     expect(readFileSync(plan.audit.signingKeyPath, 'utf8').length).toBeGreaterThan(0);
+    // The trusted-keys file vouches for the log this plan writes (a README run found keygen's default origin there,
+    // and `baton audit verify` refused the log with origin-mismatch).
+    const keys = parse(readFileSync(join(dir, 'audit', 'trusted-keys.yaml'), 'utf8')) as { origin: string };
+    expect(keys.origin).toBe(plan.audit.origin);
     // The GitSync's webhookSecretRef names baton-webhook: the plan pushes it, with a random key (issue 28: before, no
     // plan created it and the controller stalled until the takeover timed out).
     expect(r.pushSecretPaths).toEqual([join(dir, 'baton-webhook.yaml')]);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { parseHandoffPlan, readManifestDir, secretsReadByWorkloads } from '@baton/core';
+import { DEFAULT_HANDOFF_LOG_ORIGIN, parseHandoffPlan, readManifestDir, secretsReadByWorkloads } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { Command } from '@commander-js/extra-typings';
 import { parse, stringify } from 'yaml';
@@ -88,7 +88,9 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     ).filter((x) => x.name !== profile.controller?.pullSecret),
   );
   const signingKeyPath = resolve(dir, 'audit', 'baton.key');
-  if (!existsSync(signingKeyPath)) await writeNewSigningKey({ out: resolve(dir, 'audit'), name: 'baton' });
+  // The trusted-keys file vouches for the log the plan writes: the plan's default origin, not keygen's.
+  if (!existsSync(signingKeyPath))
+    await writeNewSigningKey({ out: resolve(dir, 'audit'), name: 'baton', origin: DEFAULT_HANDOFF_LOG_ORIGIN });
   const rel = (p: string) => `./${relative(dir, p)}`;
   const text = planTemplate({
     profile,
