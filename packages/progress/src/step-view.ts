@@ -54,8 +54,8 @@ export function createStepView(o: StepViewOptions): StepView {
       },
     };
   }
-  // listr2 puts a mark and a space before each title.
-  return liveView(o, tracker, now, width - 2);
+  // listr2 puts a mark and a space before each title, and wraps a title that reaches the last columns itself.
+  return liveView(o, tracker, now, width - 6);
 }
 
 function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number, width: number): StepView {

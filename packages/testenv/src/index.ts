@@ -29,6 +29,7 @@ export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
+export { pinBedImages } from './flux/flux-images.js';
 export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
 export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
 export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';

@@ -4,7 +4,15 @@ import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { createPulumiEnv, ensurePulumiEngine, type HandoffBed, type PulumiEnv } from '@baton/testenv';
+import {
+  type ControllerSide,
+  createPulumiEnv,
+  ensurePulumiEngine,
+  type FluxSide,
+  type HandoffBed,
+  type PulumiEnv,
+  pinBedImages,
+} from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { startDemoBed } from '../../../scripts/demo/bed.js';
@@ -170,49 +178,11 @@ describe('pulumi up of a program of its own that imports the installed @baton/pu
   }, 900_000);
 });
 
-describe("the README's 'Use it on your cluster' block, typed as it stands by a user of the installed CLI", () => {
-  // The user's machine: `npm install @baton/cli` (the packed tarballs) in a fresh folder, a home whose
-  // ~/.kube/config reaches the cluster and whose Git pushes to the repository; GIT_URL, GIT_USER and DEPLOY_TOKEN as
-  // the README names them. Nothing else: no checkout path, no variable of baton's.
-  let bed: HandoffBed;
-  let user: OutsideInstall;
-  let home: string;
-  let env: NodeJS.ProcessEnv;
-  let deployToken: string;
-  const lines = readmeBlock('use-it');
-
-  beforeAll(async () => {
-    const cliOnly = new Set(runtimeClosure(['@baton/cli']));
-    user = await installOutside({ tarballs: new Map([...tarballs].filter(([name]) => cliOnly.has(name))) });
-    bed = await startDemoBed({ name: `outside-readme-${process.pid}` });
-    const plan = parse(readFileSync(bed.side.planPath, 'utf8')) as { pull: { source: { url: string } } };
-    const url = plan.pull.source.url;
-    const pull = parse(readFileSync(bed.side.pullCredentialPath, 'utf8')) as { username: string; password: string };
-    deployToken = pull.password;
-    home = await mkdtemp(join(tmpdir(), 'baton-home-'));
-    await mkdir(join(home, '.kube'));
-    await copyFile(bed.kubeconfigPath, join(home, '.kube', 'config'));
-    const origin = new URL(url);
-    await writeFile(
-      join(home, '.git-credentials'),
-      `${origin.protocol}//${pull.username}:${pull.password}@${origin.host}\n`,
-      { mode: 0o600 },
-    );
-    await writeFile(
-      join(home, '.gitconfig'),
-      '[user]\n\tname = Platform Engineer\n\temail = platform@example.test\n[credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n',
-    );
-    env = { ...user.env, HOME: home, GIT_URL: url, GIT_USER: pull.username, DEPLOY_TOKEN: deployToken };
-  }, 900_000);
-
-  afterAll(async () => {
-    await bed?.stop();
-    await user?.remove();
-    if (home) await rm(home, { recursive: true, force: true });
-  });
-
-  it('is the block the test runs: init, the commit, the pull credential, plan, up, status, audit verify', () => {
-    const commands = lines.filter((l) => l.trim() !== '').map((l) => l.split(/\s+/).slice(0, 3).join(' '));
+describe("the README's 'Use it on your cluster' block", () => {
+  it('is what the tests below run: init, the commit, the pull credential, plan, up, status, audit verify', () => {
+    const commands = readmeBlock('use-it')
+      .filter((l) => l.trim() !== '')
+      .map((l) => l.split(/\s+/).slice(0, 3).join(' '));
     expect(commands).toEqual([
       'npx baton init',
       'git clone -q',
@@ -224,41 +194,111 @@ describe("the README's 'Use it on your cluster' block, typed as it stands by a u
       'npx baton audit',
     ]);
   });
+});
 
-  it('hands the cluster off to the controller it pushed, following the commit the user made', async () => {
-    const outputs: string[] = [];
-    const seconds: Record<string, number> = {};
-    for (const line of lines) {
-      const started = performance.now();
-      const r = await execFileAsync('bash', ['-o', 'pipefail', '-c', line], {
-        cwd: user.dir,
-        env,
-        timeout: 600_000,
-        maxBuffer: 16 * 1024 * 1024,
-      }).catch((err: { code: number; stdout: string; stderr: string }) => err);
-      outputs.push(r.stdout, r.stderr);
-      expect('code' in r ? r.code : 0, `${line}\n${r.stdout}\n${r.stderr}`).toBe(0);
-      seconds[line.split(/\s+/).slice(0, 3).join(' ')] = (performance.now() - started) / 1000;
+// The user's machine: `npm install @baton/cli` (the packed tarballs) in a fresh folder, a home whose ~/.kube/config
+// reaches the cluster and whose Git pushes to the repository; GIT_URL, GIT_USER and DEPLOY_TOKEN as the README names
+// them. Nothing else: no checkout path, no variable of baton's. Flux's lines are the same with `--profile flux`, and
+// one step the README does not have: Flux's images are pinned by upstream's digests, which cannot be pulled here, so
+// the bed's builds of them are pinned instead (the bed's own copy of the profile does the same).
+// Flux is not in the list yet: its run (init with --profile flux, images re-pinned) pushed and closed the write window,
+// then did not hand off within the time this stop had to watch it (2026-12-05); to be found before it joins.
+const README_PROFILES: readonly ('baton-controller' | 'flux')[] = ['baton-controller'];
+
+describe.each(README_PROFILES)(
+  "the README's block typed as it stands by a user of the installed CLI, --profile %s",
+  (profile) => {
+    let bed: HandoffBed<ControllerSide>;
+    let images: Readonly<Record<string, string>> = {};
+    let user: OutsideInstall;
+    let home: string;
+    let env: NodeJS.ProcessEnv;
+    let deployToken: string;
+    const lines = readmeBlock('use-it').map((l) => l.replace('--profile baton-controller', `--profile ${profile}`));
+
+    beforeAll(async () => {
+      const cliOnly = new Set(runtimeClosure(['@baton/cli']));
+      user = await installOutside({ tarballs: new Map([...tarballs].filter(([name]) => cliOnly.has(name))) });
+      const name = `readme-${profile === 'flux' ? 'flux' : 'bc'}-${process.pid}`;
+      if (profile === 'flux') {
+        const flux = (await startDemoBed({ name, profile: 'flux' })) as HandoffBed<FluxSide>;
+        images = flux.side.images;
+        bed = flux;
+      } else bed = await startDemoBed({ name });
+      const plan = parse(readFileSync(bed.side.planPath, 'utf8')) as { pull: { source: { url: string } } };
+      const url = plan.pull.source.url;
+      const pull = parse(readFileSync(bed.side.pullCredentialPath, 'utf8')) as { username: string; password: string };
+      deployToken = pull.password;
+      home = await mkdtemp(join(tmpdir(), 'baton-home-'));
+      await mkdir(join(home, '.kube'));
+      await copyFile(bed.kubeconfigPath, join(home, '.kube', 'config'));
+      const origin = new URL(url);
+      await writeFile(
+        join(home, '.git-credentials'),
+        `${origin.protocol}//${pull.username}:${pull.password}@${origin.host}\n`,
+        { mode: 0o600 },
+      );
+      await writeFile(
+        join(home, '.gitconfig'),
+        '[user]\n\tname = Platform Engineer\n\temail = platform@example.test\n[credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n',
+      );
+      env = { ...user.env, HOME: home, GIT_URL: url, GIT_USER: pull.username, DEPLOY_TOKEN: deployToken };
+    }, 900_000);
+
+    afterAll(async () => {
+      await bed?.stop();
+      await user?.remove();
+      if (home) await rm(home, { recursive: true, force: true });
+    });
+
+    /** What the user would look at after `line`: re-pins Flux's images after init (see above), checks up and status. */
+    async function afterLine(line: string, stdout: string): Promise<void> {
+      if (line.startsWith('npx baton init') && profile === 'flux')
+        for (const f of await filesUnder(join(user.dir, 'push')))
+          await writeFile(
+            join(user.dir, 'push', f),
+            pinBedImages(readFileSync(join(user.dir, 'push', f), 'utf8'), images),
+          );
       if (line.startsWith('npx baton up'))
-        expect(r.stdout).toMatch(/^outcome: +handed-off\n[\s\S]*\ncluster: +prod-eu-1 /);
+        expect(stdout).toMatch(/^outcome: +handed-off\n[\s\S]*\ncluster: +prod-eu-1 /);
       if (line.startsWith('npx baton status')) {
         // The receipt names the commit the user pushed: the controller follows clusters/prod-eu-1 of their repository.
         const head = (await execFileAsync('git', ['-C', join(user.dir, 'fleet'), 'rev-parse', 'HEAD'], { env })).stdout;
-        expect(r.stdout).toMatch(/^run id: /m);
-        expect(r.stdout).toMatch(/^outcome: +handed-off$/m);
-        expect(r.stdout).toContain(head.trim());
+        expect(stdout).toMatch(/^run id: /m);
+        expect(stdout).toMatch(/^outcome: +handed-off$/m);
+        expect(stdout).toContain(head.trim());
       }
-      if (line.startsWith('npx baton audit verify')) expect(r.stdout).toMatch(/verified|ok/i);
+      if (line.startsWith('npx baton audit verify')) expect(stdout).toMatch(/^verified/);
     }
-    process.stderr.write(
-      `README block: npm install ${user.installSeconds.toFixed(1)} s; ${Object.entries(seconds)
-        .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
-        .join('; ')}\n`,
-    );
-    const webhook = parse(readFileSync(join(user.dir, 'baton-webhook.yaml'), 'utf8')) as Record<string, string>;
-    const all = outputs.join('\n');
-    expect(all).not.toContain(deployToken);
-    for (const value of Object.values(webhook)) expect(all).not.toContain(value);
-    expect(all).not.toMatch(JWT_PATTERN);
-  }, 900_000);
-});
+
+    it('hands the cluster off to the controller it pushed, following the commit the user made', async () => {
+      const outputs: string[] = [];
+      const seconds: string[] = [];
+      for (const line of lines) {
+        const started = performance.now();
+        const r = await execFileAsync('bash', ['-o', 'pipefail', '-c', line], {
+          cwd: user.dir,
+          env,
+          timeout: 600_000,
+          maxBuffer: 16 * 1024 * 1024,
+        }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+        outputs.push(r.stdout, r.stderr);
+        expect('code' in r ? r.code : 0, `${line}\n${r.stdout}\n${r.stderr}`).toBe(0);
+        seconds.push(
+          `${line.split(/\s+/).slice(0, 3).join(' ')} ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        );
+        await afterLine(line, r.stdout);
+      }
+      process.stderr.write(
+        `README block, --profile ${profile}: npm install ${user.installSeconds.toFixed(1)} s; ${seconds.join('; ')}\n`,
+      );
+      const all = outputs.join('\n');
+      expect(all).not.toContain(deployToken);
+      const webhookFile = join(user.dir, 'baton-webhook.yaml');
+      if (existsSync(webhookFile))
+        for (const value of Object.values(parse(readFileSync(webhookFile, 'utf8')) as Record<string, string>))
+          expect(all).not.toContain(value);
+      expect(all).not.toMatch(JWT_PATTERN);
+    }, 900_000);
+  },
+);
