@@ -9,11 +9,11 @@ const README = fileURLToPath(new URL('../../README.md', import.meta.url));
  * @throws when the marker or its fenced block is missing.
  */
 export function readmeBlock(name: string): string[] {
-  const text = readFileSync(README, 'utf8');
-  const marker = text.indexOf(`<!-- readme-block: ${name} `);
-  if (marker < 0) throw new Error(`README.md has no <!-- readme-block: ${name} --> marker`);
-  const fence = /```sh\n([\s\S]*?)\n```/.exec(text.slice(marker));
-  if (!fence || fence.index > text.slice(marker).indexOf('\n') + 1)
-    throw new Error(`README.md: the readme-block ${name} marker is not followed by a \`\`\`sh block`);
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // The marker line, then the fenced block on the very next line.
+  const fence = new RegExp(`^<!-- readme-block: ${escaped} [^\\n]*-->\\n\`\`\`sh\\n([\\s\\S]*?)\\n\`\`\``, 'm').exec(
+    readFileSync(README, 'utf8'),
+  );
+  if (!fence) throw new Error(`README.md has no <!-- readme-block: ${name} … --> marker followed by a \`\`\`sh block`);
   return (fence[1] ?? '').split('\n');
 }
