@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { entryColumns } from '../audit/ls.js';
 import { FLEET_COLUMNS } from '../fleet/up.js';
+import { formatPlanReport, type PlanReport } from '../plan/command.js';
 import { leftoverColumns } from '../revoke/command.js';
 import { receiptFields } from '../status/command.js';
 import { summaryFields } from '../up/summary-fields.js';
@@ -94,6 +95,66 @@ const leftovers = [
   },
 ];
 
+const POLICY = 'baton-bootstrap-<run-id>';
+const REFUSAL =
+  'admission webhook "validate.kyverno.svc" denied the request: Deployment baton-system/baton-controller must set resources.limits.memory; add it to the manifest or exempt the namespace';
+const planReport: PlanReport = {
+  plan: '/home/platform/clusters/prod-eu-1/handoff.yaml',
+  profile: 'baton-controller',
+  preview: {
+    objects: [
+      'Namespace/baton-system',
+      'CustomResourceDefinition/gitsyncs.baton.dev',
+      'ServiceAccount/baton-system/baton-controller',
+      'Secret/baton-system/baton-git-credentials',
+      'Deployment/baton-system/baton-controller',
+    ],
+    pushOnly: ['Secret/baton-system/baton-git-credentials'],
+    planDigest: `sha256:${'9'.repeat(64)}`,
+    rules: [
+      { verbs: ['create', 'patch'], apiGroups: [''], resources: ['namespaces'], resourceNames: ['baton-system'] },
+      {
+        verbs: ['create', 'get', 'patch'],
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: ['gitsyncs.baton.dev'],
+      },
+      {
+        verbs: ['create', 'get', 'patch'],
+        apiGroups: ['apps'],
+        resources: ['deployments'],
+        resourceNames: ['baton-controller'],
+        namespace: 'baton-system',
+      },
+    ],
+    confinement: {
+      policyName: POLICY,
+      subject: 'system:serviceaccount:baton-system:baton-bootstrap-<run-id>',
+      fieldManager: 'baton-bootstrap',
+      allowed: [],
+      validationCount: 14,
+      policyBytes: 18_342,
+      content:
+        'each planned object pinned to its digest (spec, labels, annotations, owner references); no delete, no subresource, no other object',
+    },
+  } as PlanReport['preview'],
+  cluster: {
+    version: 'v1.36.3',
+    operator: 'kubernetes-admin',
+    refusals: [],
+    notes: ['creates namespace baton-system first'],
+    dryRun: [
+      { object: 'Namespace/baton-system', result: 'ok' },
+      {
+        object: 'CustomResourceDefinition/gitsyncs.baton.dev',
+        result: 'deferred',
+        message: 'GitSync is defined by a CRD of the set: served once the push applies it',
+      },
+      { object: 'Deployment/baton-system/baton-controller', result: 'refused', message: REFUSAL },
+    ],
+  },
+};
+
 describe.each([80, 130])('at %i columns', (width) => {
   it('baton up: the summary as key: value lines that fit, every value whole in -o wide', () => {
     const out = renderFields(summaryFields(summary), { width });
@@ -134,6 +195,30 @@ describe.each([80, 130])('at %i columns', (width) => {
     expect(longest(out)).toBeLessThanOrEqual(width);
     expect(out).toMatch(/^WAVE +CLUSTER +STATUS +ATTEMPTS +SECONDS +DETAIL$/m);
     expect(renderTable(fleetRows, FLEET_COLUMNS, { width, wide: true })).toContain(fleetRows[0]!.detail);
+  });
+
+  it('baton plan: the plan as key: value lines, objects, rules and the dry run as tables; a refusal whole', () => {
+    const out = formatPlanReport(planReport, { width });
+    expect(longest(out)).toBeLessThanOrEqual(width);
+    expect(out).toMatch(/^Plan: +\/home\/platform/);
+    expect(out).toMatch(/^OBJECT +PUSH ONLY$/m);
+    expect(out).toMatch(/^Secret\/baton-system\/baton-git-credentials +yes \(never in Git\)$/m);
+    expect(out).toMatch(/^VERBS +API GROUP +RESOURCES +NAMES +NAMESPACE$/m);
+    expect(out).toMatch(/^create,patch +core +/m);
+    expect(out).toMatch(/^RESULT +OBJECT +MESSAGE$/m);
+    // The refusal's reason and fix are there to read, wrapped, not cut.
+    expect(out.replace(/\n +/g, ' ')).toContain(REFUSAL);
+    expect(out).toMatch(/baton up would be refused \(see above\)\n$/);
+    const wide = formatPlanReport(planReport, { width, wide: true });
+    expect(wide).toContain(planReport.preview.planDigest);
+    expect(wide).toContain(planReport.preview.confinement.content);
+    expect(wide).toMatch(
+      /^create,get,patch +apiextensions\.k8s\.io +customresourcedefinitions +gitsyncs\.baton\.dev +\(cluster\)$/m,
+    );
+    expect(wide).toMatch(/^create,get,patch +apps +deployments +baton-controller +baton-system$/m);
+    const notAsked = formatPlanReport({ ...planReport, cluster: undefined } as unknown as PlanReport, { width });
+    expect(longest(notAsked)).toBeLessThanOrEqual(width);
+    expect(notAsked).toMatch(/^Cluster: +not asked/m);
   });
 
   it('baton revoke: the removed leftovers fit, the deletion as an age', () => {

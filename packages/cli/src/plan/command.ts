@@ -5,7 +5,7 @@ import {
   loadHandoffPlan,
   previewHandoff,
 } from '@baton/core';
-import { OUTPUT_FORMATS } from '@baton/terminal';
+import { type Column, type Field, OUTPUT_FORMATS, renderFields, renderTable, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { operatorClients } from '../up/handoff-deps.js';
@@ -48,7 +48,7 @@ export function planCommand() {
       };
       if (o.output === 'json') process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else if (o.output === 'yaml') process.stdout.write(stringify(report, { version: '1.1' }));
-      else process.stdout.write(formatPlanReport(report));
+      else process.stdout.write(formatPlanReport(report, { ...screenOf(), wide: o.output === 'wide' }));
       if (cluster && wouldRefuse(cluster)) process.exitCode = 1;
     });
 }
@@ -58,33 +58,87 @@ export function wouldRefuse(c: ClusterPlanCheck): boolean {
   return c.refusals.length > 0 || c.dryRun.some((d) => d.result === 'refused');
 }
 
-/** The report as text for a terminal. */
-export function formatPlanReport(r: PlanReport): string {
+/** A server-side dry run's result row of `baton plan`. */
+type DryRunRow = ClusterPlanCheck['dryRun'][number];
+/** A rule of the push credential, as `baton plan` shows it. */
+type RuleRow = HandoffPreview['rules'][number];
+
+const OBJECT_COLUMNS: readonly Column<{ object: string; pushOnly: boolean }>[] = [
+  { header: 'OBJECT', value: (x) => x.object, shrink: 'middle' },
+  { header: 'PUSH ONLY', value: (x) => (x.pushOnly ? 'yes (never in Git)' : '') },
+];
+
+const RULE_COLUMNS: readonly Column<RuleRow>[] = [
+  { header: 'VERBS', value: (x) => x.verbs.join(',') },
+  { header: 'API GROUP', value: (x) => x.apiGroups.join(',') || 'core', shrink: 'middle' },
+  { header: 'RESOURCES', value: (x) => x.resources.join(','), shrink: 'end' },
+  { header: 'NAMES', value: (x) => (x.resourceNames ?? []).join(','), shrink: 'end' },
+  { header: 'NAMESPACE', value: (x) => x.namespace ?? '(cluster)', shrink: 'middle' },
+];
+
+const DRY_RUN_COLUMNS: readonly Column<DryRunRow>[] = [
+  { header: 'RESULT', value: (d) => d.result },
+  { header: 'OBJECT', value: (d) => d.object, shrink: 'middle' },
+  { header: 'MESSAGE', value: (d) => d.message ?? '', shrink: 'end' },
+];
+
+/**
+ * The report as text for a person (`-o table`, or every value whole with `-o wide`): the plan as `key: value` lines,
+ * then the objects, the credential's rules and, with a cluster, the dry run as tables that fit `screen.width`.
+ */
+export function formatPlanReport(r: PlanReport, screen: { readonly width: number; readonly wide?: boolean }): string {
   const p = r.preview;
-  const lines = [
-    `plan ${r.plan} (profile ${r.profile})`,
-    `plan digest ${p.planDigest}`,
-    `objects (${p.objects.length}, in apply order):`,
-    ...p.objects.map((x) => `  ${x}${p.pushOnly.includes(x) ? '  (push-only)' : ''}`),
-    `push credential: ServiceAccount ${p.confinement.subject}, its rules:`,
-    ...p.rules.map(
-      (x) =>
-        `  ${x.verbs.join(',')} ${[x.apiGroups.join(',') || 'core', x.resources.join(',')].join('/')}${x.resourceNames?.length ? ` [${x.resourceNames.join(', ')}]` : ''}${x.namespace ? ` in namespace ${x.namespace}` : ' (cluster-wide)'}`,
+  const c = p.confinement;
+  const sections = [
+    renderFields(
+      [
+        ['Plan', r.plan],
+        ['Profile', r.profile],
+        ['Plan digest', p.planDigest],
+        ['Push credential', `ServiceAccount ${c.subject}`],
+        [
+          'Confinement',
+          `ValidatingAdmissionPolicy ${c.policyName}, ${c.validationCount} validations, ${c.policyBytes} bytes`,
+        ],
+        ['Field manager', c.fieldManager],
+        ['Pins', c.content],
+      ],
+      screen,
     ),
-    `confinement: ValidatingAdmissionPolicy ${p.confinement.policyName}, ${p.confinement.validationCount} validations, ${p.confinement.policyBytes} bytes; field manager ${p.confinement.fieldManager}`,
-    `  ${p.confinement.content}`,
+    `Objects (${p.objects.length}, in apply order):\n${renderTable(
+      p.objects.map((object) => ({ object, pushOnly: p.pushOnly.includes(object) })),
+      OBJECT_COLUMNS,
+      screen,
+    )}`,
+    `Push credential's rules (${p.rules.length}):\n${renderTable(p.rules, RULE_COLUMNS, screen)}`,
   ];
-  if (!r.cluster) lines.push('cluster: not asked (pass --kubeconfig to dry-run every object and run the preflight)');
-  else {
-    const c = r.cluster;
-    lines.push(`cluster: Kubernetes ${c.version}, operator ${c.operator}`);
-    lines.push(
-      ...(c.refusals.length ? c.refusals.map((x) => `  preflight would refuse: ${x}`) : ['  preflight: passes']),
+  const k = r.cluster;
+  if (!k)
+    sections.push(
+      renderFields(
+        [['Cluster', 'not asked (pass --kubeconfig to dry-run every object and run the preflight)']],
+        screen,
+      ),
     );
-    lines.push(...c.notes.map((x) => `  note: ${x}`));
-    lines.push('server-side dry run as the operator:');
-    lines.push(...c.dryRun.map((d) => `  ${d.result.padEnd(8)} ${d.object}${d.message ? `: ${d.message}` : ''}`));
-    lines.push(wouldRefuse(c) ? 'baton up would be refused (see above)' : 'baton up would proceed');
-  }
-  return `${lines.join('\n')}\n`;
+  else
+    sections.push(
+      renderFields(
+        [
+          ['Cluster', `Kubernetes ${k.version}`],
+          ['Operator', k.operator],
+          ...(k.refusals.length
+            ? k.refusals.map((x): Field => ['Preflight would refuse', x])
+            : [['Preflight', 'passes'] as Field]),
+          ...k.notes.map((n): Field => ['Note', n]),
+        ],
+        screen,
+      ),
+      `Server-side dry run as the operator:\n${renderTable(k.dryRun, DRY_RUN_COLUMNS, screen)}`,
+      // A refusal's message is the reason and the fix: whole, wrapped, whatever the table had room for.
+      ...k.dryRun
+        .filter((d) => d.result === 'refused')
+        .map((d) => renderFields([['Refused', `${d.object}: ${d.message ?? ''}`]], screen)),
+      `${wouldRefuse(k) ? 'baton up would be refused (see above)' : 'baton up would proceed'}\n`,
+    );
+  return sections.join('\n');
 }
