@@ -103,7 +103,8 @@ function liveView(o: StepViewOptions, tracker: StepTracker, now: () => number, w
       silentRendererCondition: false,
       rendererOptions: {
         logger: new ListrLogger({ processOutput: new ProcessOutput(o.out, o.out) }),
-        collapseSkips: false,
+        // A step the run did not need shows as one line, `↓ validate (not needed)`, not as a warning over it.
+        collapseSkips: true,
       },
     },
   );
