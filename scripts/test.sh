@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test (unit and integration) once, one file at a time (the integration tests start real
-# control planes on a 2-core machine), then prints the plain closing line `N passed, N failed`.
+# Runs every test (unit and integration) once, two files at a time (most of an integration file is waiting on
+# controllers and polls; areas that saturate the machine by themselves run alone at the end, see vitest.config.ts),
+# then prints the ten slowest files and the plain closing line `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-results
 # Every process the tests start inherits this marker, so leftovers can be found exactly.
 export BATON_TEST_RUN_ID="test-$$-$(date +%s)"
 rm -f test-results/vitest.json
-pnpm exec vitest run --maxWorkers=1 --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
+pnpm exec vitest run --maxWorkers=2 --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 code=$?
 node scripts/test-summary.mjs test-results/vitest.json || code=1
 # No process started by the tests (hosts, controllers, kube-*, etcd, kwok, git, pulumi) may outlive them, and no
