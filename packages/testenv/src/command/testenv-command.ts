@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, isBatonError } from '@baton/errors';
-import { ageOf, OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
+import { OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { ensureArgoCd } from '../argocd/argocd-build.js';
 import { listClusters, stopClusterByName } from '../cluster.js';
@@ -16,6 +16,7 @@ import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.j
 import { KubeHttp } from '../kube-http.js';
 import { COREDNS_VERSION, defaultNodeKind, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
+import { clusterColumns, nodeColumns } from './columns.js';
 
 const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;
 
@@ -48,29 +49,14 @@ export function testenvCommand(): Command {
     .action(async (o) => {
       const rows = (await listClusters()).map((c) => ({
         name: c.name,
-        status: c.isRunning ? 'running' : 'stopped',
+        status: c.isRunning ? ('running' as const) : ('stopped' as const),
         server: c.server,
         kubeconfigPath: c.kubeconfigPath,
         auditLogPath: c.auditLogPath,
         startedAt: c.startedAt,
       }));
       const now = Date.now();
-      process.stdout.write(
-        renderRows(
-          rows,
-          o.output,
-          [
-            { header: 'NAME', value: (r) => r.name, shrink: 'middle' },
-            { header: 'STATUS', value: (r) => r.status },
-            { header: 'AGE', value: (r) => ageOf(r.startedAt, now) },
-            { header: 'SERVER', value: (r) => r.server },
-            { header: 'KUBECONFIG', value: (r) => r.kubeconfigPath, shrink: 'middle', optional: true },
-            { header: 'STARTED AT', value: (r) => r.startedAt ?? '', wide: true },
-            { header: 'AUDIT LOG', value: (r) => r.auditLogPath ?? '', wide: true },
-          ],
-          screenOf(),
-        ),
-      );
+      process.stdout.write(renderRows(rows, o.output, clusterColumns(now), screenOf()));
     });
 
   cmd
@@ -96,20 +82,7 @@ export function testenvCommand(): Command {
           created: n.metadata.creationTimestamp,
         }));
         const now = Date.now();
-        process.stdout.write(
-          renderRows(
-            rows,
-            o.output,
-            [
-              { header: 'NAME', value: (r) => r.name },
-              { header: 'READY', value: (r) => r.ready },
-              { header: 'AGE', value: (r) => ageOf(r.created, now) },
-              { header: 'KUBELET', value: (r) => r.kubelet },
-              { header: 'CREATED', value: (r) => r.created ?? '', wide: true },
-            ],
-            screenOf(),
-          ),
-        );
+        process.stdout.write(renderRows(rows, o.output, nodeColumns(now), screenOf()));
       } finally {
         http.close();
       }
