@@ -59,13 +59,13 @@ export const ControllerSchema = z
   })
   .describe('the controller that takes over; @default the profile’s controller block');
 
+/** The audit log's origin when the plan names none (its checkpoints and trusted-keys file carry it). */
+export const DEFAULT_HANDOFF_LOG_ORIGIN = 'baton.dev/handoff';
+
 /**
  * A handoff plan: the cluster, the push (what is installed, with which credential), the pull (which controller
  * takes over from which Git source, with which credential), the time limits and the audit log.
  */
-/** The audit log's origin when the plan names none (its checkpoints and trusted-keys file carry it). */
-export const DEFAULT_HANDOFF_LOG_ORIGIN = 'baton.dev/handoff';
-
 export const HandoffPlanSchema = z
   .strictObject({
     apiVersion: z.literal('baton.dev/v1alpha1'),
