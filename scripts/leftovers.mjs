@@ -33,7 +33,7 @@ const netns = run('ip', ['netns', 'list'])
   .map((l) => `network namespace ${l.split(' ')[0]}`);
 const links = run('ip', ['-o', 'link', 'show'])
   .split('\n')
-  .map((l) => /^\d+: (btn\d+)[@:]/.exec(l)?.[1])
+  .map((l) => /^\d+: (btn[0-9a-f]+)[@:]/.exec(l)?.[1])
   .filter(Boolean)
   .map((l) => `veth ${l}`);
 const mounts = readFileSync('/proc/self/mountinfo', 'utf8')

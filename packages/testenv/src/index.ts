@@ -60,6 +60,7 @@ export { KubeHttp } from './kube-http.js';
 export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
 export type { BedNetwork } from './node/bed-network.js';
+export { createBedNetwork, removeBedNetwork } from './node/bed-network.js';
 export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
 export {
   COREDNS_VERSION,

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ProcessError } from '@baton/errors';
@@ -52,6 +53,16 @@ async function usedSlots(): Promise<Set<number>> {
   return used;
 }
 
+/**
+ * The host end's name comes from the bed's name, not its /30: teardown deletes the link by name after the namespace
+ * is gone (and with it the slot's address), so a link named after the slot could by then belong to a bed that has
+ * just taken the freed slot, and deleting it would cut that bed off from the host mid-start. Interface names are at
+ * most 15 characters.
+ */
+export function hostLinkOf(bed: string): string {
+  return `btn${createHash('sha256').update(bed).digest('hex').slice(0, 10)}`;
+}
+
 function addressesOf(slot: number): { hostIp: string; nodeIp: string } {
   const third = Math.floor(slot / 64);
   const fourth = (slot % 64) * 4;
@@ -73,7 +84,7 @@ export async function createBedNetwork(bed: string): Promise<BedNetwork> {
     while (used.has(slot)) slot++;
     if (slot >= 16_384) throw new ProcessError(`no free /30 left in ${BED_RANGE}.0.0/16 for bed ${bed}`);
     const { hostIp, nodeIp } = addressesOf(slot);
-    const hostLink = `btn${slot}`;
+    const hostLink = hostLinkOf(bed);
     await removeBedNetwork(name, hostLink);
     try {
       await ip('netns', 'add', name);
