@@ -1,7 +1,7 @@
 // Prints the plain closing line `N passed, N failed` from vitest's JSON report, and fails when no test ran. Before it,
 // writes each file's wall time to `file-durations.json` beside the report and prints the ten slowest files: where a
 // run's time goes.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
 const path = process.argv[2];
@@ -37,4 +37,16 @@ const line = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skippe
 process.stdout.write(`${line}\n`);
 for (const f of brokenFiles)
   process.stderr.write(`failed to load or run: ${f.name}: ${String(f.message ?? '').slice(0, 300)}\n`);
+// A failure that names a component log ("see …/coredns.log"; a failed bed start keeps its logs) gets that log's
+// tail here, so a CI run that shows only this output can still be diagnosed.
+const messages = (report.testResults ?? []).flatMap((f) => [
+  String(f.message ?? ''),
+  ...(f.assertionResults ?? []).flatMap((a) => a.failureMessages ?? []),
+]);
+const logs = new Set(messages.flatMap((m) => [...m.matchAll(/see (\/\S+\.log)\b/g)].map((x) => x[1])));
+for (const log of [...logs].slice(0, 5)) {
+  if (!existsSync(log)) continue;
+  const tail = readFileSync(log, 'utf8').trimEnd().split('\n').slice(-30);
+  process.stderr.write(`--- last ${tail.length} lines of ${log}\n${tail.map((l) => l.slice(0, 400)).join('\n')}\n`);
+}
 if (passed + failed === 0 || failed > 0 || skipped > 0) process.exit(1);

@@ -19,6 +19,7 @@ import {
   type ControlPlaneBinaries,
   ensureControlPlaneBinaries,
 } from './control-plane-binaries.js';
+import { keepFailedStartLogs } from './failed-start-logs.js';
 import { withFileLock } from './file-lock.js';
 import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
@@ -255,6 +256,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     }
     return cluster;
   } catch (err) {
+    await keepFailedStartLogs(err, layout.logDir, base, name);
     await cluster.stop().catch(() => {});
     throw err;
   }

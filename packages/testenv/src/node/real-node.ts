@@ -145,7 +145,7 @@ async function startNodeWith(
   const readySeconds = Math.round((performance.now() - t0) / 100) / 10;
   await waitFor(
     ctx,
-    async () => (await fetch(`http://${ctx.net.nodeIp}:${dnsReady}/ready`).catch(() => undefined))?.ok === true,
+    () => corednsReady(`http://${ctx.net.nodeIp}:${dnsReady}/ready`),
     'CoreDNS to report ready',
     'coredns',
   );
@@ -185,6 +185,13 @@ async function containerdAnswers(n: NodeLayout): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** CoreDNS's ready plugin; a 503 names the plugins not ready yet, which the timeout message then carries. */
+async function corednsReady(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+  if (res.ok) return true;
+  throw new Error(`${url} answered ${res.status} ${(await res.text()).trim().slice(0, 200)}`);
 }
 
 async function nodeReady(http: KubeHttp, name: string): Promise<boolean> {
