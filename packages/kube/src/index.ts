@@ -54,12 +54,23 @@ export type { KindInfo, KubeObject } from './kube-object.js';
 export { describeObject, INSTALL_KINDS, kindsFromCrds } from './kube-object.js';
 export type { AcquireLockOptions, HandoffLock, LockHolder } from './lease-lock.js';
 export { acquireHandoffLock, LockHeldError, releaseHandoffLock, renewHandoffLock } from './lease-lock.js';
+export type { ObjectWatchOptions, WatchedRef } from './object-watch.js';
+export { ObjectWatch } from './object-watch.js';
 export type { CheckPushedObjectsOptions, PushedObjectMismatch, PushedObjectsCheck } from './post-close-check.js';
 export { checkPushedObjects, diffFromPlan } from './post-close-check.js';
 export type { BootstrapRules, RbacRule } from './rbac-rules.js';
 export { computeBootstrapRules, flattenRules, hasWildcard, ruleAtoms, toPolicyRule } from './rbac-rules.js';
-export type { DeploymentState, FieldOwnership } from './readiness.js';
-export { deploymentState, fieldOwnership, readPath, statefulSetState, workloadState } from './readiness.js';
+export type { DeploymentState, FieldOwnership, WorkloadJson } from './readiness.js';
+export {
+  deploymentState,
+  deploymentStatus,
+  fieldOwnership,
+  readPath,
+  statefulSetState,
+  statefulSetStatus,
+  waitingContainers,
+  workloadState,
+} from './readiness.js';
 export type { RulesDiff } from './rules-review.js';
 export { diffEffectiveRules } from './rules-review.js';
 export type { ServerSideApplyOptions } from './server-side-apply.js';

@@ -9,18 +9,25 @@ export interface DeploymentState {
   readonly reason: string;
 }
 
+/** The fields of a Deployment or StatefulSet the readiness checks read, as the apiserver's JSON has them. */
+export interface WorkloadJson {
+  readonly metadata?: { readonly generation?: number };
+  readonly spec?: { readonly replicas?: number; readonly selector?: { readonly matchLabels?: Record<string, string> } };
+  readonly status?: {
+    readonly observedGeneration?: number;
+    readonly availableReplicas?: number;
+    readonly readyReplicas?: number;
+    readonly updatedReplicas?: number;
+    readonly conditions?: readonly { readonly type: string; readonly status: string; readonly message?: string }[];
+  };
+}
+
 /**
- * Reads a Deployment and says whether it is Available for its current generation.
- * @throws {KubeApiError} when the read fails for another reason than "not found".
+ * Whether a Deployment as read (undefined: it does not exist) is Available for its current generation, from the object
+ * alone: for callers that already hold it (a watch). `podsMayTell` is set when its pods' containers can say why not.
  */
-export async function deploymentState(clients: KubeClients, namespace: string, name: string): Promise<DeploymentState> {
-  let d: Awaited<ReturnType<KubeClients['apps']['readNamespacedDeployment']>>;
-  try {
-    d = await clients.apps.readNamespacedDeployment({ namespace, name });
-  } catch (err) {
-    if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
-    return kubeCall(`read Deployment ${namespace}/${name}`, () => Promise.reject(err));
-  }
+export function deploymentStatus(d: WorkloadJson | undefined): DeploymentState & { readonly podsMayTell?: boolean } {
+  if (!d) return { isAvailable: false, reason: 'not found' };
   const observed = d.status?.observedGeneration ?? 0;
   if (observed < (d.metadata?.generation ?? 0)) return { isAvailable: false, reason: 'generation not observed yet' };
   const available = d.status?.conditions?.find((c) => c.type === 'Available');
@@ -31,9 +38,27 @@ export async function deploymentState(clients: KubeClients, namespace: string, n
       : (d.status?.availableReplicas ?? 0) < want
         ? `${d.status?.availableReplicas ?? 0}/${want} available`
         : undefined;
-  if (reason === undefined) return { isAvailable: true, reason: 'available' };
+  return reason === undefined
+    ? { isAvailable: true, reason: 'available' }
+    : { isAvailable: false, reason, podsMayTell: true };
+}
+
+/**
+ * Reads a Deployment and says whether it is Available for its current generation, with its pods' reasons when not.
+ * @throws {KubeApiError} when the read fails for another reason than "not found".
+ */
+export async function deploymentState(clients: KubeClients, namespace: string, name: string): Promise<DeploymentState> {
+  let d: Awaited<ReturnType<KubeClients['apps']['readNamespacedDeployment']>>;
+  try {
+    d = await clients.apps.readNamespacedDeployment({ namespace, name });
+  } catch (err) {
+    if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
+    return kubeCall(`read Deployment ${namespace}/${name}`, () => Promise.reject(err));
+  }
+  const s = deploymentStatus(d as WorkloadJson);
+  if (!s.podsMayTell) return { isAvailable: s.isAvailable, reason: s.reason };
   const waiting = await waitingContainers(clients, namespace, d.spec?.selector?.matchLabels ?? {});
-  return { isAvailable: false, reason: waiting.length > 0 ? `${reason}; ${waiting.join('; ')}` : reason };
+  return { isAvailable: false, reason: waiting.length > 0 ? `${s.reason}; ${waiting.join('; ')}` : s.reason };
 }
 
 /**
@@ -42,7 +67,7 @@ export async function deploymentState(clients: KubeClients, namespace: string, n
  * which is the log tail under `FallbackToLogsOnError`), so that a takeover that times out says so. Best effort: a
  * failed list gives none.
  */
-async function waitingContainers(
+export async function waitingContainers(
   clients: KubeClients,
   namespace: string,
   matchLabels: Record<string, string>,
@@ -101,6 +126,19 @@ export function readPath(o: unknown, path: string): unknown {
   return cur;
 }
 
+/** Whether a StatefulSet as read (undefined: absent) has every replica of its current revision ready; pure. */
+export function statefulSetStatus(s: WorkloadJson | undefined): DeploymentState {
+  if (!s) return { isAvailable: false, reason: 'not found' };
+  if ((s.status?.observedGeneration ?? 0) < (s.metadata?.generation ?? 0))
+    return { isAvailable: false, reason: 'generation not observed yet' };
+  const want = s.spec?.replicas ?? 1;
+  const ready = s.status?.readyReplicas ?? 0;
+  if (ready < want) return { isAvailable: false, reason: `${ready}/${want} ready` };
+  if ((s.status?.updatedReplicas ?? 0) < want)
+    return { isAvailable: false, reason: `${s.status?.updatedReplicas ?? 0}/${want} updated` };
+  return { isAvailable: true, reason: 'ready' };
+}
+
 /**
  * Reads a StatefulSet and says whether every replica of its current revision is ready (the StatefulSet controller
  * has observed its generation, `readyReplicas` and `updatedReplicas` reach `spec.replicas`). Uses the same shape as
@@ -119,14 +157,7 @@ export async function statefulSetState(
     if (statusOf(err) === 404) return { isAvailable: false, reason: 'not found' };
     return kubeCall(`read StatefulSet ${namespace}/${name}`, () => Promise.reject(err));
   }
-  if ((s.status?.observedGeneration ?? 0) < (s.metadata?.generation ?? 0))
-    return { isAvailable: false, reason: 'generation not observed yet' };
-  const want = s.spec?.replicas ?? 1;
-  const ready = s.status?.readyReplicas ?? 0;
-  if (ready < want) return { isAvailable: false, reason: `${ready}/${want} ready` };
-  if ((s.status?.updatedReplicas ?? 0) < want)
-    return { isAvailable: false, reason: `${s.status?.updatedReplicas ?? 0}/${want} updated` };
-  return { isAvailable: true, reason: 'ready' };
+  return statefulSetStatus(s as WorkloadJson);
 }
 
 /** {@link deploymentState} or {@link statefulSetState}, by kind: how the push and the takeover wait for a workload. */

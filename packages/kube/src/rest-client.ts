@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { Agent, type RequestOptions, request } from 'node:https';
 import { ConfigError, KubeApiError } from '@baton/errors';
 import { parse } from 'yaml';
@@ -275,6 +276,30 @@ export class KubeRestClient {
     throw apiError(method, path, res);
   }
 
+  /**
+   * Streams a watch (`path` carries `watch=1` and its selectors) and hands each event to `onEvent`, until the apiserver
+   * ends the stream (its `timeoutSeconds`), `signal` aborts, or the connection drops. A watch has no request deadline:
+   * it is meant to stay open. It takes its own connection, outside the pool the other calls share.
+   * @throws KubeApiError with `details.status` for an answer other than 200 (the first event of a stale
+   *   `resourceVersion` is an `ERROR` event with code 410, handed to `onEvent` like the others), or 0 on a transport
+   *   error; `signal`'s reason on abort.
+   */
+  async watch(path: string, onEvent: (event: WatchEvent) => void, signal?: AbortSignal): Promise<void> {
+    const url = new URL(path, this.target.server);
+    const options = await this.requestOptions('GET', undefined, 'application/json');
+    if (options.agent === this.agent) options.agent = false;
+    try {
+      await stream(url, options, signal, onEvent);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof KubeApiError) throw err;
+      throw new KubeApiError(`watch ${url.pathname} failed: ${(err as Error).message}; is the apiserver reachable?`, {
+        cause: err,
+        details: { status: 0, apiMessage: (err as Error).message },
+      });
+    }
+  }
+
   /** Like {@link call} but a 404 resolves to `undefined`. */
   async get<T = RestObject>(path: string, signal?: AbortSignal): Promise<T | undefined> {
     const res = await this.raw('GET', path, undefined, undefined, signal);
@@ -396,6 +421,70 @@ function apiError(method: string, path: string, res: KubeResponse): KubeApiError
   });
 }
 
+/** A response's whole body, parsed when it is JSON. */
+function readBody(res: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        resolve(text);
+      }
+    });
+    res.on('error', reject);
+  });
+}
+
+/** One event of a watch stream. */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  /** The object (for `ERROR`, a Status with `code`). */
+  readonly object: RestObject & { code?: number; message?: string };
+}
+
+/** Reads a watch's newline-delimited JSON events until the stream ends. */
+function stream(
+  url: URL,
+  options: RequestOptions,
+  signal: AbortSignal | undefined,
+  onEvent: (event: WatchEvent) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...options, ...(signal ? { signal } : {}) }, (res) => {
+      if (res.statusCode !== 200) {
+        readBody(res).then(
+          (body) => reject(apiError('GET', url.pathname, { status: res.statusCode ?? 0, body })),
+          reject,
+        );
+        return;
+      }
+      let buffered = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffered += chunk;
+        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+          const line = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (!line) continue;
+          try {
+            onEvent(JSON.parse(line) as WatchEvent);
+          } catch (err) {
+            req.destroy(err as Error);
+            return;
+          }
+        }
+      });
+      res.on('end', () => resolve());
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** Sends one request; resolves with the status and the body (parsed when JSON) for every HTTP status. */
 function send(
   url: URL,
@@ -405,17 +494,7 @@ function send(
 ): Promise<KubeResponse> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ...options, signal }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {}
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-      res.on('error', reject);
+      readBody(res).then((body) => resolve({ status: res.statusCode ?? 0, body }), reject);
     });
     req.on('error', reject);
     req.end(payload);

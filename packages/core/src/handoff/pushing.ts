@@ -3,14 +3,16 @@ import {
   type ConfinementProbe,
   checkPushedObjects,
   closeConfinement,
+  describeObject,
   isAllowed,
+  ObjectWatch,
   planReads,
   probeClosed,
   unbindBootstrapIdentity,
 } from '@baton/kube';
 import { pollUntil, withDeadline } from '../clock.js';
 import { pushManifests } from '../push.js';
-import { checkTakeover, type TakeoverState } from '../takeover.js';
+import { checkTakeover, type TakeoverState, takeoverRefs, watchedReader } from '../takeover.js';
 import { type HandoffRun, seconds } from './run.js';
 import { HandoffStep } from './types.js';
 
@@ -147,22 +149,34 @@ export async function verifyAfterClose(run: HandoffRun): Promise<void> {
 export async function awaitTakeover(run: HandoffRun): Promise<void> {
   await run.enter(HandoffStep.takeover);
   const rev = run.revision!;
+  const { operator } = run.deps;
   let last: TakeoverState | undefined;
-  const r = await pollUntil(
-    async () => {
-      last = await checkTakeover(run.deps.operator, run.plan, run.set!, rev);
-      run.takeover = last;
-      return last.isComplete ? last : undefined;
-    },
-    {
-      clock: run.clock,
-      intervalMs: run.deps.pollIntervalMs ?? 250,
-      timeoutMs: run.plan.takeover.timeoutSeconds * 1000,
-      what: 'controller takeover (takeover.timeoutSeconds)',
-      signal: run.signal,
-    },
-    () => last?.reason ?? '',
-  );
+  // Every object the check reads is listed once and then watched: each look below reads memory, not the apiserver.
+  const watch = await ObjectWatch.open(operator.rest, takeoverRefs(run.plan, run.set!), {
+    signal: run.signal,
+    onRetry: (ref, message) => run.log.debug({ object: describeObject(ref), message }, 'takeover watch reopened'),
+  });
+  const reader = watchedReader(watch, operator, run.clock);
+  let r: Awaited<ReturnType<typeof pollUntil<TakeoverState>>>;
+  try {
+    r = await pollUntil(
+      async () => {
+        last = await checkTakeover(operator, run.plan, run.set!, rev, reader);
+        run.takeover = last;
+        return last.isComplete ? last : undefined;
+      },
+      {
+        clock: run.clock,
+        intervalMs: run.deps.pollIntervalMs ?? 250,
+        timeoutMs: run.plan.takeover.timeoutSeconds * 1000,
+        what: 'controller takeover (takeover.timeoutSeconds)',
+        signal: run.signal,
+      },
+      () => last?.reason ?? '',
+    );
+  } finally {
+    await watch.close();
+  }
   run.controllerReadyAt = run.clock.now();
   run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
   // The takeover counts only once the identity can write nothing more; Ctrl-C or the budget must not wait for it.
@@ -170,7 +184,14 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
   run.signal.throwIfAborted();
   run.fact(`revision ${rev.slice(0, 12)} applied; ${r.value.ownedObjects.length} objects owned by the controller`);
   run.log.info(
-    { readinessSeconds: run.readinessSeconds, owned: r.value.ownedObjects.length, notTakenOver: r.value.notTakenOver },
+    {
+      readinessSeconds: run.readinessSeconds,
+      owned: r.value.ownedObjects.length,
+      notTakenOver: r.value.notTakenOver,
+      // Sent by the wait itself (watches, reads it could not answer from them, pod lists): what it cost the apiserver.
+      takeoverRequests: reader.requests(),
+      takeoverObjects: watch.size,
+    },
     'controller took over',
   );
 }
