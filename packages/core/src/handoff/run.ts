@@ -20,7 +20,7 @@ import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
-import type { HandoffDeps, HandoffStep, RepairSummary } from './types.js';
+import { type HandoffDeps, HandoffStep, type RepairSummary } from './types.js';
 
 /** What the post-close check found rewritten during the push window, and what the repair did about it. */
 export interface TamperingState {
@@ -220,13 +220,18 @@ export class HandoffRun {
     const budgetMs = this.plan.push.budgetSeconds * 1000 - (this.clock.monotonicMs() - (this.issuedMs ?? 0));
     this.clock
       .sleep(budgetMs, this.budgetTimer.signal)
-      .then(() =>
+      .then(() => {
+        // Spent waiting for the takeover: what it still waited for is the reason a person needs, not only the budget.
+        const waiting =
+          this.current === HandoffStep.takeover && this.takeover && !this.takeover.isComplete
+            ? `; the controller had not taken over: ${this.takeover.reason.slice(0, 600)}`
+            : '';
         this.budget.abort(
           new TimeoutError(
-            `push window budget of ${this.plan.push.budgetSeconds} s exceeded (push.budgetSeconds); the bootstrap credential was revoked`,
+            `push window budget of ${this.plan.push.budgetSeconds} s exceeded (push.budgetSeconds); the bootstrap credential was revoked${waiting}`,
           ),
-        ),
-      )
+        );
+      })
       .catch(() => {});
   }
 
