@@ -201,9 +201,10 @@ describe("the README's 'Use it on your cluster' block", () => {
 // them. Nothing else: no checkout path, no variable of baton's. Flux's lines are the same with `--profile flux`, and
 // one step the README does not have: Flux's images are pinned by upstream's digests, which cannot be pulled here, so
 // the bed's builds of them are pinned instead (the bed's own copy of the profile does the same).
-// Flux is not in the list yet: its run (init with --profile flux, images re-pinned) pushed and closed the write window,
-// then did not hand off within the time this stop had to watch it (2026-12-05); to be found before it joins.
-const README_PROFILES: readonly ('baton-controller' | 'flux')[] = ['baton-controller'];
+// Flux joined once init wrote what Git carries apart from the push set (git/): with the push set committed whole, as
+// the README said before, Git carried Flux's CRDs and RBAC, which its scoped reconciler may not apply, and the root
+// Kustomization stayed not Ready ("customresourcedefinitions ... is forbidden") until the push budget ran out.
+const README_PROFILES: readonly ('baton-controller' | 'flux')[] = ['baton-controller', 'flux'];
 
 describe.each(README_PROFILES)(
   "the README's block typed as it stands by a user of the installed CLI, --profile %s",
@@ -254,11 +255,9 @@ describe.each(README_PROFILES)(
     /** What the user would look at after `line`: re-pins Flux's images after init (see above), checks up and status. */
     async function afterLine(line: string, stdout: string): Promise<void> {
       if (line.startsWith('npx baton init') && profile === 'flux')
-        for (const f of await filesUnder(join(user.dir, 'push')))
-          await writeFile(
-            join(user.dir, 'push', f),
-            pinBedImages(readFileSync(join(user.dir, 'push', f), 'utf8'), images),
-          );
+        for (const d of ['push', 'git'])
+          for (const f of await filesUnder(join(user.dir, d)))
+            await writeFile(join(user.dir, d, f), pinBedImages(readFileSync(join(user.dir, d, f), 'utf8'), images));
       if (line.startsWith('npx baton up'))
         expect(stdout).toMatch(/^outcome: +handed-off\n[\s\S]*\ncluster: +prod-eu-1 /);
       if (line.startsWith('npx baton status')) {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadHandoffPlan, previewHandoff } from '@baton/core';
@@ -33,6 +33,11 @@ describe('baton init', () => {
     const dir = newDir();
     const { r, loaded } = await initInto(dir, { profile: 'baton-controller' });
     expect(r.text).toMatch(/^# A baton handoff plan/);
+    // Nothing of this profile is push-only: Git carries every file of the push set.
+    const yamlIn = (d: string) => readdirSync(join(dir, d)).filter((f) => f.endsWith('.yaml'));
+    expect(yamlIn('git').sort()).toEqual(yamlIn('push').sort());
+    for (const f of yamlIn('git'))
+      expect(readFileSync(join(dir, 'git', f), 'utf8')).toBe(readFileSync(join(dir, 'push', f), 'utf8'));
     expect(r.text).not.toMatch(/^controller:/m);
     const { plan } = loaded;
     expect(plan.controller).toEqual({
@@ -116,6 +121,21 @@ describe('baton init', () => {
     });
     expect(loaded.plan.pull.credential.secretName).toBe('flux-system');
     expect(previewHandoff(loaded).objects).toContain('GitRepository/flux-system/flux-system');
+    // What Git carries: the same rendered files without the profile's push-only kinds (CRDs and RBAC, which the
+    // scoped reconciler cannot apply); a file of push-only objects alone is not there at all.
+    expect(readdirSync(join(dir, 'git')).sort()).toEqual([
+      '00-namespace.yaml',
+      '10-serviceaccounts.yaml',
+      '30-deployments.yaml',
+      '35-service.yaml',
+      '40-sync.yaml',
+    ]);
+    expect(readFileSync(join(dir, 'git', '40-sync.yaml'), 'utf8')).toBe(sync);
+    const kinds = readdirSync(join(dir, 'git')).flatMap((f) =>
+      [...readFileSync(join(dir, 'git', f), 'utf8').matchAll(/^kind: (\w+)/gm)].map((m) => m[1]),
+    );
+    expect(kinds).not.toContain('CustomResourceDefinition');
+    expect(kinds.filter((k) => /Role/.test(k ?? ''))).toEqual([]);
     // Any field of the block may be overridden; the rest stays the profile's.
     writeFileSync(
       join(dir, 'plan.yaml'),
@@ -159,6 +179,7 @@ describe('baton init', () => {
     const other = await initPlan({ ...base, profile: 'argocd', from, dir: newDir() });
     expect(readFileSync(other.pushSecretPaths[0]!, 'utf8')).not.toContain(auth);
     rmSync(join(dir, 'push'), { recursive: true });
+    rmSync(join(dir, 'git'), { recursive: true });
     await initPlan({ ...base, profile: 'argocd', from, dir });
     expect((parse(readFileSync(r.pushSecretPaths[0]!, 'utf8')) as { auth: string }).auth).toBe(auth);
   });

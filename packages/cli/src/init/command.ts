@@ -26,14 +26,14 @@ export function initCommand() {
     .option('--ref <ref>', 'branch the controller follows', 'main')
     .option('--path <path>', 'directory in the repository the controller applies (default: clusters/<name>)')
     .option('--name <cluster>', 'cluster name in the audit log and receipt', 'my-cluster')
-    .option('--dir <dir>', 'where the plan will live: push/ and audit/ are written here', '.')
+    .option('--dir <dir>', 'where the plan will live: push/, git/ and audit/ are written here', '.')
     .option('--from <dir>', 'the profile folder to render (default: bootstrap-manifests/<profile> of this baton)')
     .action(async (o) => {
       const r = await initPlan(o);
       process.stdout.write(r.text);
       process.stderr.write(
-        `baton: wrote the push set to ${r.pushDir} and the audit key to ${r.signingKeyPath}; save the plan in ${r.dir}, ` +
-          `write the read-only Git credential to ${r.pullCredentialPath} (mode 0600), then run baton plan and baton up` +
+        `baton: wrote the push set to ${r.pushDir}, what Git carries to ${r.gitDir} (commit it under the plan's pull.source.path) ` +
+          `and the audit key to ${r.signingKeyPath}; save the plan in ${r.dir}, write the read-only Git credential to ${r.pullCredentialPath} (mode 0600), then run baton plan and baton up` +
           (r.pushSecretPaths.length > 0
             ? `; the Secrets the install reads are in ${r.pushSecretPaths.join(', ')} (random values, mode 0600)`
             : '') +
@@ -54,7 +54,7 @@ export interface InitOptions {
 }
 
 /**
- * Renders the push set into `<dir>/push`, writes an audit key into `<dir>/audit` (unless one is there) and returns
+ * Renders the push set into `<dir>/push` and what Git carries into `<dir>/git`, writes an audit key into `<dir>/audit` (unless one is there) and returns
  * the plan's text, validated as `baton up` would load it from `<dir>`. Writes nothing to stdout or stderr.
  * @throws {ConfigError} naming the flag when the profile is unknown, `<dir>/push` is not empty, or the plan is refused.
  */
@@ -70,12 +70,12 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     );
   const dir = resolve(o.dir);
   const pushDir = resolve(dir, 'push');
-  if (existsSync(pushDir) && readdirSync(pushDir).length > 0)
-    throw new ConfigError(
-      `${pushDir} is not empty; remove it or pass another --dir (init never overwrites a push set)`,
-    );
+  const gitDir = resolve(dir, 'git');
+  for (const d of [pushDir, gitDir])
+    if (existsSync(d) && readdirSync(d).length > 0)
+      throw new ConfigError(`${d} is not empty; remove it or pass another --dir (init never overwrites a push set)`);
   const path = o.path ?? `clusters/${o.name}`;
-  const { profile } = renderPushSet(profileDir, pushDir, { url: o.gitUrl, ref: o.ref, path });
+  const { profile } = renderPushSet(profileDir, pushDir, { url: o.gitUrl, ref: o.ref, path }, gitDir);
   if (profile.name !== o.profile)
     throw new ConfigError(
       `--from ${profileDir} is profile ${profile.name}, not ${o.profile}; pass the matching --profile`,
@@ -108,6 +108,7 @@ export async function initPlan(o: InitOptions): Promise<InitResult> {
     text,
     dir,
     pushDir,
+    gitDir,
     signingKeyPath,
     pullCredentialPath: resolve(dir, 'pull-credential.yaml'),
     pushSecretPaths: pushSecrets.map((x) => x.path),
@@ -141,6 +142,8 @@ export interface InitResult {
   /** Where the plan belongs (its relative paths resolve here). */
   readonly dir: string;
   readonly pushDir: string;
+  /** What Git carries (commit these under pull.source.path): the push set without its push-only objects. */
+  readonly gitDir: string;
   readonly signingKeyPath: string;
   /** Where the plan expects the pull credential (not written: it is the user's secret). */
   readonly pullCredentialPath: string;

@@ -39,7 +39,8 @@ push:
   credential: bootstrap-token
   profile: ${q(o.profile.name)}
   # The install set ${o.profile.description ? `(${o.profile.description}) ` : ''}rendered for the source below, with
-  # its takeover rules in rules/profile.yaml. Commit the same files to Git so the controller owns them afterwards.
+  # its takeover rules in rules/profile.yaml. Commit git/ (the same files without what the profile keeps push-only)
+  # under pull.source.path, so that the controller owns them afterwards.
   manifests: ${q(o.manifests)}
   # The longest the push credential may live, in seconds (at most 600).
   budgetSeconds: 300

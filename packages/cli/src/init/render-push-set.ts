@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fillSource as fill, type LoadedProfile, loadProfile } from '@baton/core/profile';
+import { fillSource as fill, type LoadedProfile, loadProfile, pushOnlyReason } from '@baton/core/profile';
 import { ConfigError } from '@baton/errors';
 import { parseAllDocuments } from 'yaml';
 
@@ -30,11 +30,18 @@ export function shippedProfileDir(profile: string, from = dirname(fileURLToPath(
 /**
  * Writes the push set of a profile for `source` into `pushDir`: every top-level `*.yaml` of `profileDir` with the
  * fields the profile's `controller.source` names set from `source`, and `rules/profile.yaml` beside them (where the
- * handoff finds the takeover rules and the controller block).
+ * handoff finds the takeover rules and the controller block). With `gitDir`, also what Git carries: the same files
+ * without the objects the profile keeps push-only (Flux's CRDs and RBAC, which its scoped reconciler cannot apply:
+ * committed to Git, they would keep the root Kustomization from ever becoming Ready).
  * @throws {ConfigError} when the profile has no controller block, a source field's object is missing from the set,
  * or a CRD the profile waits for is not in the set (e.g. Flux's generated CRDs file).
  */
-export function renderPushSet(profileDir: string, pushDir: string, source: RenderSource): LoadedProfile {
+export function renderPushSet(
+  profileDir: string,
+  pushDir: string,
+  source: RenderSource,
+  gitDir?: string,
+): LoadedProfile {
   const loaded = loadProfile(profileDir);
   const block = loaded.profile.controller;
   if (!block)
@@ -45,6 +52,7 @@ export function renderPushSet(profileDir: string, pushDir: string, source: Rende
     .filter((f) => f.endsWith('.yaml'))
     .sort();
   const rendered = new Map<string, string>();
+  const carried = new Map<string, string>();
   const unset = new Set(block.source.map((f) => `${f.kind}/${f.name} ${f.field}`));
   const crds = new Set<string>();
   for (const f of files) {
@@ -60,6 +68,12 @@ export function renderPushSet(profileDir: string, pushDir: string, source: Rende
       }
     }
     rendered.set(f, docs.map((d) => d.toString()).join('---\n'));
+    const inGit = docs.filter(
+      (d) =>
+        d.get('kind') !== undefined &&
+        pushOnlyReason(loaded.profile, String(d.get('kind')), String(d.getIn(['metadata', 'name']))) === undefined,
+    );
+    if (inGit.length > 0) carried.set(f, inGit.map((d) => d.toString()).join('---\n'));
   }
   if (unset.size > 0)
     throw new ConfigError(
@@ -72,6 +86,10 @@ export function renderPushSet(profileDir: string, pushDir: string, source: Rende
     );
   mkdirSync(join(pushDir, 'rules'), { recursive: true });
   for (const [f, text] of rendered) writeFileSync(join(pushDir, f), text);
+  if (gitDir) {
+    mkdirSync(gitDir, { recursive: true });
+    for (const [f, text] of carried) writeFileSync(join(gitDir, f), text);
+  }
   cpSync(loaded.file, join(pushDir, 'rules', 'profile.yaml'));
   return { ...loaded, file: resolve(pushDir, 'rules', 'profile.yaml') };
 }
