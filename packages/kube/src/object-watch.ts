@@ -83,10 +83,13 @@ export class ObjectWatch {
     let backoffMs = 500;
     while (!signal.aborted) {
       try {
+        const openedAt = performance.now();
         const gone = await this.listAndWatch(ref, signal, firstDone);
-        // The stream ended (its timeout: again at once), or the list's version was compacted away (410: back off).
-        backoffMs = gone ? Math.min(backoffMs * 2, 8_000) : 500;
-        if (gone) await sleep(backoffMs, undefined, { signal }).catch(() => {});
+        // The stream ended at its timeout: again at once. A 410, or a stream the apiserver ended within a second of
+        // opening it, backs off: a watch that ends at once must never become a loop of requests.
+        const early = gone || performance.now() - openedAt < 1_000;
+        backoffMs = early ? Math.min(backoffMs * 2, 8_000) : 500;
+        if (early) await sleep(backoffMs, undefined, { signal }).catch(() => {});
       } catch (err) {
         firstDone();
         if (signal.aborted) return;

@@ -79,10 +79,14 @@ interface AuditEvent {
   objectRef?: { resource?: string; namespace?: string; name?: string };
 }
 
-/** Apiserver audit events from `offset` (bytes) on. */
+/**
+ * Apiserver audit events from `offset` (bytes) on. Sliced as bytes, then decoded: one multi-byte character earlier in
+ * the log (a policy's message) moved a character slice into the middle of a line (CI, 2026-12-05).
+ */
 function apiserverEventsSince(offset: number): AuditEvent[] {
-  return readFileSync(cluster.auditLogPath!, 'utf8')
-    .slice(offset)
+  return readFileSync(cluster.auditLogPath!)
+    .subarray(offset)
+    .toString('utf8')
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as AuditEvent);
