@@ -69,7 +69,6 @@ export {
   statefulSetState,
   statefulSetStatus,
   waitingContainers,
-  workloadState,
 } from './readiness.js';
 export type { RulesDiff } from './rules-review.js';
 export { diffEffectiveRules } from './rules-review.js';

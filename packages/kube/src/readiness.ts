@@ -159,15 +159,3 @@ export async function statefulSetState(
   }
   return statefulSetStatus(s as WorkloadJson);
 }
-
-/** {@link deploymentState} or {@link statefulSetState}, by kind: how the push and the takeover wait for a workload. */
-export function workloadState(
-  clients: KubeClients,
-  kind: 'Deployment' | 'StatefulSet',
-  namespace: string,
-  name: string,
-): Promise<DeploymentState> {
-  return kind === 'StatefulSet'
-    ? statefulSetState(clients, namespace, name)
-    : deploymentState(clients, namespace, name);
-}
