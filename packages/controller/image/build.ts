@@ -1,11 +1,23 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import {
+  appLayer,
+  DEFAULT_CACHE_DIR,
+  type Descriptor,
+  debianLayer,
+  imageManifest,
+  lockedPackages,
+  MEDIA_TYPE,
+  manifestBlobs,
+  nodeLayer,
+  readLock,
+  referrerManifest,
+  type SbomPackage,
+  spdxDocument,
+  writeLayout,
+} from '@baton/image';
 import { build } from 'esbuild';
-import { DEFAULT_CACHE_DIR, readLock } from './inputs.js';
-import { appLayer, blobPath, debianLayer, nodeLayer } from './layers.js';
-import { type Descriptor, imageManifest, MEDIA_TYPE, referrerManifest, writeLayout } from './oci.js';
-import { lockedPackages, type SbomPackage, spdxDocument } from './sbom.js';
 
 // `pnpm image:build`: the baton-controller image as an OCI image layout, without a container engine. Prints the
 // image manifest's digest (what 40-deployment.yaml pins). Flags:
@@ -86,7 +98,7 @@ export async function buildImage(o: { outDir: string; cacheDir: string; reuseLay
       'HOME=/tmp',
       'BATON_WORK_DIR=/tmp/baton-controller',
     ],
-    exposedPort: 8080,
+    exposedPorts: [8080],
     labels: {
       'org.opencontainers.image.title': 'baton-controller',
       'org.opencontainers.image.source': 'https://github.com/baton-dev/baton',
@@ -100,18 +112,9 @@ export async function buildImage(o: { outDir: string; cacheDir: string; reuseLay
     { ...image, annotations: { 'org.opencontainers.image.ref.name': version } },
     { ...sbom, annotations: { 'org.opencontainers.image.ref.name': `${version}.sbom` } },
   ];
-  writeLayout(o.outDir, blobDir, manifests, [...reachable(blobDir, image), ...reachable(blobDir, sbom)]);
+  writeLayout(o.outDir, blobDir, manifests, [...manifestBlobs(blobDir, image), ...manifestBlobs(blobDir, sbom)]);
   const sizeBytes = layers.reduce((n, l) => n + l.size, 0);
   return { digest: image.digest, sizeBytes, layers, sbom: sbom.digest, packages: packages.length };
-}
-
-/** A manifest's own digest, its config's and its layers'. */
-function reachable(blobDir: string, d: Descriptor): string[] {
-  const m = JSON.parse(readFileSync(blobPath(blobDir, d.digest), 'utf8')) as {
-    config: { digest: string };
-    layers: { digest: string }[];
-  };
-  return [d.digest, m.config.digest, ...m.layers.map((l) => l.digest)];
 }
 
 /** Rewrites the Deployment's image reference to `digest`. */

@@ -1,6 +1,6 @@
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { blobPath, IMAGE_USER, type Layer, putBlob } from './layers.js';
+import { blobPath, IMAGE_USER, type ImageUser, type Layer, putBlob } from './layers.js';
 
 /** OCI media types this build writes. */
 export const MEDIA_TYPE = {
@@ -21,30 +21,34 @@ export interface Descriptor {
   readonly annotations?: Readonly<Record<string, string>>;
 }
 
-/** What the image runs: its entrypoint, environment and the port it serves. */
+/** What the image runs: its entrypoint, environment, user and the ports it serves. */
 export interface ImageRuntime {
+  /** Empty: the pod's `command` or `args` name the program (as Argo CD's manifests do). */
   readonly entrypoint: readonly string[];
   readonly env: readonly string[];
-  readonly exposedPort: number;
+  readonly exposedPorts: readonly number[];
   readonly labels: Readonly<Record<string, string>>;
+  /** @default {@link IMAGE_USER} */
+  readonly user?: ImageUser;
 }
 
 const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 
 /**
  * The image config (no `created` field and no timestamps in its history, so it depends on content alone) and its
- * manifest, both stored as blobs. Runs as 65532:65532; /tmp is the one declared volume (an emptyDir in the pod).
+ * manifest, both stored as blobs. Runs as `run.user` (65532:65532 by default); /tmp is the one declared volume (an
+ * emptyDir in the pod).
  */
 export function imageManifest(blobDir: string, layers: readonly Layer[], run: ImageRuntime): Descriptor {
   const config = {
     architecture: 'amd64',
     os: 'linux',
     config: {
-      User: `${IMAGE_USER.uid}:${IMAGE_USER.gid}`,
+      User: `${(run.user ?? IMAGE_USER).uid}:${(run.user ?? IMAGE_USER).gid}`,
       Env: run.env,
       Entrypoint: run.entrypoint,
       WorkingDir: '/',
-      ExposedPorts: { [`${run.exposedPort}/tcp`]: {} },
+      ExposedPorts: Object.fromEntries(run.exposedPorts.map((p) => [`${p}/tcp`, {}])),
       Volumes: { '/tmp': {} },
       Labels: run.labels,
     },
@@ -90,4 +94,13 @@ export function writeLayout(outDir: string, blobDir: string, manifests: readonly
   mkdirSync(dirname(outDir), { recursive: true });
   if (existsSync(outDir)) rmSync(outDir, { recursive: true, force: true });
   renameSync(tmp, outDir);
+}
+
+/** A manifest's own digest, its config's and its layers': the blobs a layout holding it needs. */
+export function manifestBlobs(blobDir: string, d: Descriptor): string[] {
+  const m = JSON.parse(readFileSync(blobPath(blobDir, d.digest), 'utf8')) as {
+    config: { digest: string };
+    layers: { digest: string }[];
+  };
+  return [d.digest, m.config.digest, ...m.layers.map((l) => l.digest)];
 }

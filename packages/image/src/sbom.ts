@@ -20,6 +20,7 @@ export function lockedPackages(lock: ImageLock): SbomPackage[] {
     checksum: { algorithm: 'SHA256' as const, value: d.sha256 },
   }));
   const n = lock.node;
+  if (!n) return debs;
   const node = {
     name: n.package,
     version: n.version,

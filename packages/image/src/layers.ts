@@ -26,8 +26,17 @@ export interface Layer {
   readonly createdBy: string;
 }
 
-/** The user the image runs as (distroless' "nonroot"). */
-export const IMAGE_USER = { uid: 65532, gid: 65532, name: 'nonroot' } as const;
+/** A user of the image: its passwd and group entries, and the user an image config runs as. */
+export interface ImageUser {
+  readonly uid: number;
+  readonly gid: number;
+  readonly name: string;
+  /** Its home in /etc/passwd. @default '/tmp' */
+  readonly home?: string;
+}
+
+/** The user baton's images run as (distroless' "nonroot"). */
+export const IMAGE_USER: ImageUser = { uid: 65532, gid: 65532, name: 'nonroot' };
 
 // Documentation, translations and Perl (git's Perl commands: none the controller runs) are left out; every
 // package's copyright file stays.
@@ -68,7 +77,9 @@ export interface LayerOptions {
  * record `<cacheDir>/layers/<key>.json` names its blob.
  */
 function cachedLayer(o: LayerOptions, input: unknown, createdBy: string, build: () => TarEntry[]): Layer {
-  const code = ['tar.ts', 'layers.ts'].map((f) => readFileSync(new URL(f, import.meta.url))).join('\n');
+  // From source (.ts) or built (.js): the writers' own code is part of the key either way.
+  const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+  const code = ['tar', 'layers'].map((f) => readFileSync(new URL(`${f}.${ext}`, import.meta.url))).join('\n');
   const key = createHash('sha256').update(code).update(JSON.stringify(input)).digest('hex');
   const record = join(o.cacheDir, 'layers', `${key}.json`);
   const blobDir = join(o.cacheDir, 'blobs');
@@ -85,39 +96,58 @@ function cachedLayer(o: LayerOptions, input: unknown, createdBy: string, build: 
 
 /**
  * The Debian layer: every locked .deb unpacked with `dpkg-deb -x` (no maintainer scripts run), less documentation,
- * plus what those scripts would have made: the CA bundle git reads, and passwd/group entries for root and nonroot.
+ * plus what those scripts would have made: the CA bundle git reads (when ca-certificates is locked), and passwd/group
+ * entries for root and `users` (with their homes, where not /tmp).
  */
-export function debianLayer(o: LayerOptions, lock: ImageLock): Layer {
-  return cachedLayer(o, lock.debs, `debian ${lock.debianRelease}: ${lock.debs.length} packages`, () => {
+export function debianLayer(o: LayerOptions, lock: ImageLock, users: readonly ImageUser[] = [IMAGE_USER]): Layer {
+  const isDefault = users.length === 1 && users[0] === IMAGE_USER;
+  const input = isDefault ? lock.debs : { debs: lock.debs, users };
+  return cachedLayer(o, input, `debian ${lock.debianRelease}: ${lock.debs.length} packages`, () => {
     const debs = lock.debs.map((d) => fetchDeb(d, o.cacheDir));
     const root = mkdtempSync(join(o.cacheDir, '.rootfs-'));
     try {
       for (const deb of debs) execFileSync('dpkg-deb', ['-x', deb, root]);
       const entries = treeEntries(root, '', isSkippedDebPath);
-      return mergeEntries(entries, generatedFiles(root));
+      return mergeEntries(entries, generatedFiles(root, users));
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
   });
 }
 
-/** Files no package carries: the CA bundle (update-ca-certificates' output), users, groups and /tmp. */
-function generatedFiles(root: string): TarEntry[] {
-  const certDir = join(root, 'usr/share/ca-certificates/mozilla');
-  const certs = readdirSync(certDir)
-    .filter((f) => f.endsWith('.crt'))
-    .sort()
-    .map((f) => readFileSync(join(certDir, f), 'utf8').trimEnd())
-    .join('\n');
-  const { uid, gid, name } = IMAGE_USER;
+/** Files no package carries: the CA bundle (update-ca-certificates' output), users, groups, homes and /tmp. */
+function generatedFiles(root: string, users: readonly ImageUser[]): TarEntry[] {
   const file = (path: string, text: string): TarEntry => ({ type: 'file', path, mode: 0o644, data: Buffer.from(text) });
+  const certDir = join(root, 'usr/share/ca-certificates/mozilla');
+  const certs = existsSync(certDir)
+    ? readdirSync(certDir)
+        .filter((f) => f.endsWith('.crt'))
+        .sort()
+        .map((f) => readFileSync(join(certDir, f), 'utf8').trimEnd())
+        .join('\n')
+    : undefined;
+  const group = users.map((u) => `${u.name}:x:${u.gid}:\n`).join('');
+  const passwd = users
+    .map((u) => `${u.name}:x:${u.uid}:${u.gid}:${u.name}:${u.home ?? '/tmp'}:/sbin/nologin\n`)
+    .join('');
+  const homes = [...new Set(users.map((u) => u.home ?? '/tmp').filter((h) => h !== '/tmp'))].flatMap((h) =>
+    h
+      .slice(1)
+      .split('/')
+      .map((_, i, parts): TarEntry => ({ type: 'dir', path: parts.slice(0, i + 1).join('/'), mode: 0o755 })),
+  );
   return [
     { type: 'dir', path: 'etc', mode: 0o755 },
-    file('etc/group', `root:x:0:\n${name}:x:${gid}:\n`),
-    file('etc/passwd', `root:x:0:0:root:/root:/sbin/nologin\n${name}:x:${uid}:${gid}:${name}:/tmp:/sbin/nologin\n`),
-    { type: 'dir', path: 'etc/ssl', mode: 0o755 },
-    { type: 'dir', path: 'etc/ssl/certs', mode: 0o755 },
-    file('etc/ssl/certs/ca-certificates.crt', `${certs}\n`),
+    file('etc/group', `root:x:0:\n${group}`),
+    file('etc/passwd', `root:x:0:0:root:/root:/sbin/nologin\n${passwd}`),
+    ...(certs === undefined
+      ? []
+      : [
+          { type: 'dir', path: 'etc/ssl', mode: 0o755 } as const,
+          { type: 'dir', path: 'etc/ssl/certs', mode: 0o755 } as const,
+          file('etc/ssl/certs/ca-certificates.crt', `${certs}\n`),
+        ]),
+    ...homes,
     { type: 'dir', path: 'tmp', mode: 0o1777 },
   ];
 }
@@ -129,10 +159,15 @@ function mergeEntries(base: readonly TarEntry[], extra: readonly TarEntry[]): Ta
   return [...byPath.values()].sort((a, b) => byteOrder(a.path, b.path));
 }
 
-/** The Node.js layer: the official binary from the npm package, as /usr/local/bin/node, with its licence. */
+/**
+ * The Node.js layer: the official binary from the npm package, as /usr/local/bin/node, with its licence.
+ * @throws Error when the lock has no `node`.
+ */
 export function nodeLayer(o: LayerOptions, lock: ImageLock): Layer {
-  return cachedLayer(o, lock.node, `node ${lock.node.version} (npm ${lock.node.package})`, () => {
-    const tgz = fetchNodeTarball(lock.node, o.cacheDir);
+  const node = lock.node;
+  if (!node) throw new Error('the image lock has no `node` entry: a Node.js layer needs one');
+  return cachedLayer(o, node, `node ${node.version} (npm ${node.package})`, () => {
+    const tgz = fetchNodeTarball(node, o.cacheDir);
     const dir = mkdtempSync(join(o.cacheDir, '.node-'));
     try {
       execFileSync('tar', ['-xzf', tgz, '-C', dir, 'package/bin/node', 'package/LICENSE']);
@@ -161,4 +196,26 @@ export function appLayer(o: LayerOptions, bundle: Buffer): Layer {
   ]);
   const blob = putBlob(join(o.cacheDir, 'blobs'), gzipSync(tar, { level: 9 }));
   return { ...blob, diffId: digestOf(tar), createdBy: 'baton-controller bundle (esbuild)' };
+}
+
+/**
+ * A layer of the given entries (binaries and scripts built or taken here), cached by their content. Parent
+ * directories are added and everything is sorted, so the entries may come in any order.
+ */
+export function filesLayer(o: LayerOptions, createdBy: string, entries: readonly TarEntry[]): Layer {
+  const fingerprint = entries.map((e) => ({
+    ...e,
+    ...(e.type === 'file' ? { data: createHash('sha256').update(e.data).digest('hex') } : {}),
+  }));
+  return cachedLayer(o, fingerprint, createdBy, () => {
+    const dirs = new Map<string, TarEntry>();
+    for (const e of entries) {
+      const parts = e.path.split('/');
+      for (let i = 1; i < parts.length; i++) {
+        const path = parts.slice(0, i).join('/');
+        if (!dirs.has(path)) dirs.set(path, { type: 'dir', path, mode: 0o755 });
+      }
+    }
+    return mergeEntries([...dirs.values()], entries);
+  });
 }

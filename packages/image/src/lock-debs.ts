@@ -1,34 +1,20 @@
-// Regenerates image.lock.json's `debs` from this machine's apt index: the Depends and Pre-Depends closure of the
-// image's roots (git over HTTPS, CA certificates, libstdc++ for Node.js), less what only a package manager or a shell
-// user needs, each at apt's candidate version with the sha256 and path the archive gives.
-// Usage: pnpm image:lock-debs   (run `apt-get update` first; review the diff, then `pnpm image:build --pin`)
+// Regenerates an image lock's `debs` from this machine's apt index: the Depends and Pre-Depends closure of the lock's
+// `roots`, less its `leftOut` (each with its reason), each at apt's candidate version with the sha256 and path the
+// archive gives.
+// Usage: pnpm image:lock-debs [LOCK...]   (default: every image lock; run `apt-get update` first, review the diff,
+// then `pnpm image:build --pin`)
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ImageLock, LockedDeb } from './inputs.js';
 
-const LOCK = fileURLToPath(new URL('./image.lock.json', import.meta.url));
-
-/** What the controller runs: git (its HTTP transport too), the CA bundle, and Node.js's C++ runtime. */
-export const ROOTS = ['git', 'ca-certificates', 'libstdc++6'];
-
-/**
- * Dependencies the image does without: Perl (git's Perl-based commands, never run), git's manual pages, the package
- * manager and its configuration (the image is never updated in place), and the openssl command (ca-certificates
- * needs it only to rebuild the bundle, which the package ships built).
- */
-export const LEFT_OUT = new Set([
-  'perl',
-  'perl-base',
-  'liberror-perl',
-  'git-man',
-  'debconf',
-  'cdebconf',
-  'dpkg',
-  'install-info',
-  'tar',
-  'openssl',
-]);
+/** Every image lock in the repository, relative to its root. */
+export const IMAGE_LOCKS = [
+  'packages/controller/image/image.lock.json',
+  'packages/testenv/src/argocd/argocd.lock.json',
+  'packages/testenv/src/argocd/redis.lock.json',
+] as const;
 
 const apt = (args: string[]): string => execFileSync('apt-cache', args, { encoding: 'utf8', maxBuffer: 64 << 20 });
 
@@ -82,15 +68,30 @@ function locked(name: string): LockedDeb {
   };
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const lock = JSON.parse(readFileSync(LOCK, 'utf8')) as ImageLock & Record<string, unknown>;
+/**
+ * Locks the closure of `lockPath`'s roots again and rewrites its `debs`.
+ * @returns one line per package whose version changed, was added or was removed.
+ * @throws Error when the lock has no `roots`, or apt lacks a package.
+ */
+export function lockDebs(lockPath: string): string[] {
+  const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as ImageLock & Record<string, unknown>;
+  if (!lock.roots?.length) throw new Error(`${lockPath}: no \`roots\`: list the Debian packages the image needs`);
   const before = new Map(lock.debs.map((d) => [d.name, d.version]));
-  const debs = closure(ROOTS, LEFT_OUT).map(locked);
-  writeFileSync(LOCK, `${JSON.stringify({ ...lock, debs }, null, 2)}\n`);
+  const debs = closure(lock.roots, new Set(Object.keys(lock.leftOut ?? {}))).map(locked);
+  writeFileSync(lockPath, `${JSON.stringify({ ...lock, debs }, null, 2)}\n`);
+  const changes: string[] = [];
   for (const d of debs) {
     const was = before.get(d.name);
-    if (was !== d.version) process.stdout.write(`${d.name}: ${was ?? '(new)'} -> ${d.version}\n`);
+    if (was !== d.version) changes.push(`${lockPath}: ${d.name}: ${was ?? '(new)'} -> ${d.version}`);
     before.delete(d.name);
   }
-  for (const name of before.keys()) process.stdout.write(`${name}: removed\n`);
+  for (const name of before.keys()) changes.push(`${lockPath}: ${name}: removed`);
+  return changes;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const repo = fileURLToPath(new URL('../../../', import.meta.url));
+  const locks = process.argv.slice(2);
+  const all = locks.length > 0 ? locks : IMAGE_LOCKS.map((l) => join(repo, l));
+  for (const l of all) for (const line of lockDebs(l)) process.stdout.write(`${line}\n`);
 }

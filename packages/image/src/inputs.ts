@@ -17,7 +17,12 @@ export interface LockedDeb {
 /** `image.lock.json`: every input the build downloads, with the digest it must have. */
 export interface ImageLock {
   readonly debianRelease: string;
-  readonly node: { readonly package: string; readonly version: string; readonly integrity: string };
+  /** The Node.js runtime, for images that run Node.js. */
+  readonly node?: { readonly package: string; readonly version: string; readonly integrity: string };
+  /** The packages the image needs (`pnpm image:lock-debs` locks their Depends closure). */
+  readonly roots?: readonly string[];
+  /** Dependencies the image does without, each with the reason. */
+  readonly leftOut?: Readonly<Record<string, string>>;
   readonly debs: readonly LockedDeb[];
 }
 
@@ -73,7 +78,7 @@ export function fetchDeb(deb: LockedDeb, cacheDir: string): string {
  * registry); its integrity (sha512) is checked either way.
  * @throws Error when npm fails or the integrity differs from the lock.
  */
-export function fetchNodeTarball(node: ImageLock['node'], cacheDir: string): string {
+export function fetchNodeTarball(node: NonNullable<ImageLock['node']>, cacheDir: string): string {
   const dir = join(cacheDir, 'npm');
   const path = join(dir, `${node.package}-${node.version}.tgz`);
   if (!existsSync(path)) {

@@ -1,0 +1,25 @@
+export { DEFAULT_CACHE_DIR, fetchDeb, fetchNodeTarball, type ImageLock, type LockedDeb, readLock } from './inputs.js';
+export {
+  appLayer,
+  blobPath,
+  debianLayer,
+  filesLayer,
+  IMAGE_USER,
+  type ImageUser,
+  type Layer,
+  type LayerOptions,
+  nodeLayer,
+  putBlob,
+} from './layers.js';
+export { closure, IMAGE_LOCKS, lockDebs } from './lock-debs.js';
+export {
+  type Descriptor,
+  type ImageRuntime,
+  imageManifest,
+  MEDIA_TYPE,
+  manifestBlobs,
+  referrerManifest,
+  writeLayout,
+} from './oci.js';
+export { lockedPackages, type SbomPackage, spdxDocument } from './sbom.js';
+export { byteOrder, type TarEntry, treeEntries, writeTar } from './tar.js';
