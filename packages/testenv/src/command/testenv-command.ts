@@ -115,7 +115,7 @@ export function testenvCommand(): Command {
     )
     .option(
       '--argocd',
-      'also build Argo CD v3.6.1 (with GOTOOLCHAIN=go1.27.3 for that build only; about 10 minutes and 2.4 GB when cold) and write its Application and AppProject CRDs to bootstrap-manifests/argocd',
+      'also build Argo CD v3.6.1 (with GOTOOLCHAIN=go1.27.3 for that build only; 7 to 12 minutes and 1.7 GB when cold) and write its Application and AppProject CRDs to bootstrap-manifests/argocd',
       false,
     )
     .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
