@@ -59,7 +59,11 @@ const cniCache = ['/var/lib/cni/results', '/var/lib/cni/networks']
   .flatMap((d) => (existsSync(d) ? readdirSync(d).map((f) => `${d}/${f}`) : []))
   .filter((f) => /\/baton-bed/.test(f))
   .map((f) => `CNI state ${f}`);
-const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables, ...cniCache];
+// Pod logs: a bed keeps them in its own directory; kubelet links each container's log from /var/log/containers.
+const podLogs = ['/var/log/containers', '/var/log/pods']
+  .flatMap((d) => (existsSync(d) ? readdirSync(d).map((f) => `${d}/${f}`) : []))
+  .map((f) => `pod log ${f}`);
+const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables, ...cniCache, ...podLogs];
 if (left.length > 0) process.stderr.write(`processes left running after the tests:\n${left.join('\n')}\n`);
 if (other.length > 0) process.stderr.write(`left behind by the tests' real nodes:\n${other.join('\n')}\n`);
 if (left.length + other.length > 0) process.exit(1);

@@ -5,7 +5,7 @@
 // with its veth pair. Usage: node-teardown.mjs <cluster dir>. Idempotent; reads <cluster dir>/node/node.json.
 // Plain JS with no dependencies: the cluster's watchdog (reaper.mjs) runs it after its owner died.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 const dir = process.argv[2];
@@ -113,6 +113,17 @@ try {
   for (const f of readdirSync('/var/lib/cni/results')) {
     if (f.startsWith('baton-bed-') && [...ids].some((id) => f.includes(id)))
       rmSync(join('/var/lib/cni/results', f), { force: true });
+  }
+} catch {}
+
+// 4b. kubelet's links to its containers' logs in the host's /var/log/containers (the path is fixed in kubelet); the logs
+// themselves are in the bed's podLogsDir. Only links into this bed's directory.
+try {
+  for (const f of readdirSync('/var/log/containers')) {
+    const link = join('/var/log/containers', f);
+    try {
+      if (readlinkSync(link).startsWith(`${dir}/`)) rmSync(link, { force: true });
+    } catch {}
   }
 } catch {}
 

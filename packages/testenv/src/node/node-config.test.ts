@@ -36,6 +36,8 @@ describe("a real node's configuration", () => {
       authentication: { anonymous: { enabled: false }, webhook: { enabled: true } },
       authorization: { mode: 'Webhook' },
       clusterDNS: ['10.96.0.10'],
+      // Never the host's /var/log/pods, which another bed's kubelet garbage-collects.
+      podLogsDir: '/cache/clusters/bed/node/pod-logs',
       containerRuntimeEndpoint: 'unix:///run/baton/bed/containerd.sock',
       imageGCHighThresholdPercent: 100,
     });

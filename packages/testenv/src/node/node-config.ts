@@ -166,6 +166,9 @@ export function kubeletConfig(n: NodeLayout, healthzPort: number): string {
       nodeStatusUpdateFrequency: '10s',
       serializeImagePulls: false,
       volumePluginDir: join(n.dir, 'volume-plugins'),
+      // The bed's own, not the host's /var/log/pods: kubelet's garbage collector removes every pod log directory there
+      // whose pod it does not know, which would be another bed's while two run side by side.
+      podLogsDir: join(n.dir, 'pod-logs'),
     },
     null,
     2,
