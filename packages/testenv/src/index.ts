@@ -3,8 +3,10 @@ export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
 // --- Argo CD, built on demand (issue 19) ---
 export type { ArgoCd, EnsureArgoCdOptions } from './argocd/argocd-build.js';
 export { ARGOCD_GO_TOOLCHAIN, ARGOCD_VERSION, ensureArgoCd } from './argocd/argocd-build.js';
+export type { BedImage } from './argocd/argocd-images.js';
+export { ARGOCD_IMAGES, buildArgoCdImages } from './argocd/argocd-images.js';
 export type { ArgoCdPods, StartArgoCdPodsOptions } from './argocd/argocd-pods.js';
-export { ARGOCD_IMAGES, startArgoCdPods } from './argocd/argocd-pods.js';
+export { startArgoCdPods } from './argocd/argocd-pods.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
 export type { Cluster, ClusterState, RealNodeInfo, StartClusterOptions } from './cluster.js';
@@ -29,7 +31,6 @@ export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
-export { pinBedImages } from './flux/flux-images.js';
 export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
 export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
 export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';
@@ -69,6 +70,7 @@ export {
   NODE_KUBERNETES_VERSIONS,
 } from './node/node-binaries.js';
 export { cacheRoot, goModulesDir } from './paths.js';
+export { pinBedImages } from './pin-bed-images.js';
 export type { LocalPod, LocalPodProcess, PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
 export { startPodRunner } from './pod-runner.js';
 export type { PollOptions } from './poll.js';

@@ -2,12 +2,7 @@ import type { LocalPod, LocalPodProcess, PodRunner, RunningPod } from '../pod-ru
 import { startPodRunner } from '../pod-runner.js';
 import { freePorts } from '../ports.js';
 import type { ArgoCd } from './argocd-build.js';
-
-/** Image repositories of the workloads in `bootstrap-manifests/argocd`; the tag is not checked. */
-export const ARGOCD_IMAGES = {
-  argocd: 'quay.io/argoproj/argocd',
-  redis: 'public.ecr.aws/docker/library/redis',
-} as const;
+import { ARGOCD_IMAGES } from './argocd-images.js';
 
 /** Pod name prefixes of the Argo CD programs the push carries, which run here as local processes. */
 const ARGOCD_PROGRAM_PODS = ['argocd-application-controller-', 'argocd-repo-server-'] as const;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { RealNodeInfo } from '../cluster.js';
 import {
   type BedCluster,
   type ControllerSide,
@@ -13,7 +14,10 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
+import { defaultNodeKind } from '../node/node-binaries.js';
+import { pinBedImages } from '../pin-bed-images.js';
 import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
+import { pushArgoCdImages } from './argocd-images.js';
 
 export { ARGOCD_REPO_SECRET } from './argocd-build.js';
 
@@ -37,32 +41,48 @@ const IN_GIT = [
 
 /** Options of {@link startArgoCdSide}. */
 export interface StartArgoCdSideOptions extends GitOpsSideOptions {
-  /** The binary. @default {@link ensureArgoCd}() (builds it on a cold machine: about 10 minutes) */
+  /** The binary. @default {@link ensureArgoCd}() (builds it on a cold machine: 7 to 12 minutes) */
   readonly argocd?: ArgoCd;
+  /**
+   * The cluster's real node: Argo CD's application controller, repo-server and redis then run as containers from
+   * images built here (pushed to the bed's registry, pinned by digest in the bed's copy of the profile), reaching each
+   * other through their Services. @default the pod runner (kwok beds only)
+   */
+  readonly realNode?: RealNodeInfo | null;
+  /**
+   * How often the application controller refreshes each Application and how long the repo-server caches a branch's
+   * commit (upstream: 120 s and 3 min, both from `ARGOCD_RECONCILIATION_TIMEOUT`): short, so a commit is seen within
+   * seconds, as Flux's 5 s interval is in the test bed. @default 5
+   */
+  readonly appResyncSeconds?: number;
 }
 
 /** A Git repository holding Argo CD's install and the example apps, a plan that hands off to Argo CD, and its pods. */
 export interface ArgoCdSide extends ControllerSide {
   /** Files committed under the Git path, keyed by their path in Git. */
   readonly files: Readonly<Record<string, string>>;
-  /** Argo CD's pods running as local processes. */
-  readonly pods: ArgoCdPods;
+  /** The pod runner's pods (null on a real node, where kubelet runs them). */
+  readonly pods: ArgoCdPods | null;
+  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest); empty without a real node. */
+  readonly images: Readonly<Record<string, string>>;
 }
 
 /**
  * Renders bootstrap-manifests/argocd for a fresh Git repository (the root Application points at it), commits Argo
  * CD's install (without CRDs and RBAC) and the example apps under `clusters/demo`, writes the repository credential
  * (labelled for Argo CD), `argocd-secret` and `argocd-redis` as plan files, the audit keys (through the caller) and a
- * plan with `push.profile: argocd`, and starts Argo CD's pods as local processes.
+ * plan with `push.profile: argocd`. On a real node, pushes Argo CD's images to the bed's registry first; on kwok,
+ * starts Argo CD's pods as local processes.
  * @throws when the Git server or the pod runners cannot start; nothing is left running then.
  */
 export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCdSide> {
   const argocd = o.argocd ?? (await ensureArgoCd(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-argocd-', null, async (dir, git) => {
+  return startSide(o.dir, 'baton-argocd-', o.realNode ?? null, async (dir, git) => {
+    const images = o.realNode ? await pushArgoCdImages(argocd, o.realNode) : {};
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
-    const files = await renderPushAndGit(o, argocd, url, pushDir);
+    const files = await renderPushAndGit(o, argocd, url, pushDir, images);
     const revision = await git.commitFiles(REPO, files, 'argocd install and example apps');
     const password = o.pullPassword ?? git.credentials.password;
     const redisPassword = randomBytes(16).toString('hex');
@@ -86,9 +106,15 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
         }),
       ),
     );
-    const pods = await startArgoCdPods({ kubeconfigPath: o.kubeconfigPath, argocd });
+    const pods = o.realNode
+      ? null
+      : await startArgoCdPods({
+          kubeconfigPath: o.kubeconfigPath,
+          argocd,
+          ...(o.appResyncSeconds === undefined ? {} : { appResyncSeconds: o.appResyncSeconds }),
+        });
     return {
-      runner: pods,
+      runner: pods ?? { stop: async () => {} },
       side: {
         revision,
         planPath,
@@ -99,6 +125,7 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
         ...keys,
         secretValues: [git.credentials.password, redisPassword, serverKey, ...(o.pullPassword ? [o.pullPassword] : [])],
         pods,
+        images,
       },
     };
   });
@@ -113,6 +140,7 @@ async function renderPushAndGit(
   argocd: ArgoCd,
   url: string,
   pushDir: string,
+  images: Readonly<Record<string, string>>,
 ): Promise<Record<string, string>> {
   await mkdir(join(pushDir, 'rules'), { recursive: true });
   const files: Record<string, string> = {};
@@ -122,6 +150,7 @@ async function renderPushAndGit(
     let text = raw;
     if (f === '50-root.yaml') text = renderRoot(raw, url);
     else if (f === '30-configmaps.yaml' && clusterAdmin) text = withoutInclusions(raw);
+    else if (f === '40-workloads.yaml') text = withResync(pinBedImages(raw, images), o.appResyncSeconds ?? 5);
     writeFileSync(join(pushDir, f), text);
     if (IN_GIT.includes(f)) files[`${GIT_PATH}/argocd/${f}`] = text;
   }
@@ -130,7 +159,8 @@ async function renderPushAndGit(
   if (clusterAdmin) {
     cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
     // Git carries the rest of upstream's install too, as argocd-autopilot commits it.
-    files[`${GIT_PATH}/argocd-rest/install.yaml`] = readFileSync(argocd.restPath, 'utf8');
+    const rest = readFileSync(argocd.restPath, 'utf8');
+    files[`${GIT_PATH}/argocd-rest/install.yaml`] = o.realNode ? withoutUnbuiltPrograms(rest) : rest;
   }
   const example = join(o.profileDir, 'example', GIT_PATH);
   for (const sub of readdirSync(example))
@@ -140,11 +170,43 @@ async function renderPushAndGit(
 }
 
 /**
+ * Upstream's rest of the install with its Deployments at `replicas: 0`: the API server, notifications and the
+ * ApplicationSet controller are not linked into the bed's slim build and dex's image is not built here, so on a real
+ * node their pods could never start. Argo CD still applies and owns them from Git (what the cluster-admin test
+ * proves), and a Deployment of no replicas is Healthy.
+ */
+function withoutUnbuiltPrograms(text: string): string {
+  const header = text.slice(0, text.search(/^[^#]/m));
+  const docs = parseAllDocuments(text).map((d) => d.toJS() as { kind?: string; spec?: { replicas?: number } } | null);
+  for (const o of docs) if (o?.kind === 'Deployment' && o.spec) o.spec.replicas = 0;
+  return `${header}${docs
+    .filter((o) => o !== null)
+    .map((o) => stringify(o))
+    .join('---\n')}`;
+}
+
+/**
  * `argocd-cm` without `resource.inclusions`: a cluster-admin Argo CD sees every kind (the option file's comment says
  * so), else it would refuse the RBAC, Secrets and NetworkPolicies of its own install as excluded.
  */
 function withoutInclusions(text: string): string {
   return text.replace(/^ {2}resource\.inclusions: \|\n(?: {4}.*\n)+/m, '');
+}
+
+/**
+ * The workloads with `ARGOCD_RECONCILIATION_TIMEOUT` set on Argo CD's two programs (the application controller's
+ * `--app-resync` and the repo-server's `--revision-cache-expiration` both default to it). The same text goes to
+ * the push and to Git, so the takeover finds no difference to apply.
+ */
+function withResync(text: string, seconds: number): string {
+  const env = `            - name: ARGOCD_RECONCILIATION_TIMEOUT\n              value: "${seconds}s"\n`;
+  const out = text.replace(
+    /^( {10}args: \[\/usr\/local\/bin\/argocd-(?:application-controller|repo-server)\]\n {10}env:\n)/gm,
+    `$1${env}`,
+  );
+  if (out.split('ARGOCD_RECONCILIATION_TIMEOUT').length !== 3)
+    throw new Error('40-workloads.yaml: expected the application controller and the repo-server, each with `env:`');
+  return out;
 }
 
 /** The root Application pointing at this Git server. */
@@ -208,8 +270,15 @@ export interface StartArgoCdBedOptions
  * @throws when the cluster or the side cannot start; what started is stopped again.
  */
 export function startArgoCdBed(o: StartArgoCdBedOptions): Promise<HandoffBed<ArgoCdSide>> {
-  const { name, nodes, detached, ...sideOptions } = o;
-  return startBedWith({ name, nodes, detached }, (cluster: BedCluster) =>
-    startArgoCdSide({ ...sideOptions, kubeconfigPath: cluster.kubeconfigPath, clusterName: cluster.name }),
+  const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
+  // Argo CD's takeover is proven on a real node unless the bed is detached (no real node there yet).
+  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
+    startArgoCdSide({
+      ...sideOptions,
+      kubeconfigPath: cluster.kubeconfigPath,
+      clusterName: cluster.name,
+      realNode: cluster.realNode,
+    }),
   );
 }

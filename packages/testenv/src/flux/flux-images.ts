@@ -40,11 +40,3 @@ export async function pushFluxImages(
   }
   return pins;
 }
-
-/** Rewrites every `image: <upstream name>…` line of a manifest to the bed's pin of that image. */
-export function pinBedImages(text: string, pins: Readonly<Record<string, string>>): string {
-  let out = text;
-  for (const [name, pinned] of Object.entries(pins))
-    out = out.replace(new RegExp(`(image: )${name.replace(/[.]/g, '\\.')}[:@]\\S+`, 'g'), `$1${pinned}`);
-  return out;
-}

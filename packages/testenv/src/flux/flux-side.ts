@@ -16,8 +16,9 @@ import {
   writePullCredential,
 } from '../handoff-bed.js';
 import { defaultNodeKind } from '../node/node-binaries.js';
+import { pinBedImages } from '../pin-bed-images.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
-import { pinBedImages, pushFluxImages } from './flux-images.js';
+import { pushFluxImages } from './flux-images.js';
 import { type FluxPods, startFluxPods } from './flux-pods.js';
 
 const REPO = 'cluster-config';

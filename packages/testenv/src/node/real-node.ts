@@ -34,7 +34,8 @@ export const NODE_COMPONENTS = ['containerd', 'kubelet', 'kube-proxy', 'coredns'
 export type NodeComponent = (typeof NODE_COMPONENTS)[number];
 
 /** Registry hosts whose images a bed serves from its own registry, by digest (what the profiles pin). */
-export const MIRRORED_REGISTRIES = ['ghcr.io'] as const;
+// ghcr.io: baton's and Flux's images; quay.io and public.ecr.aws: Argo CD's and its redis.
+export const MIRRORED_REGISTRIES = ['ghcr.io', 'quay.io', 'public.ecr.aws'] as const;
 
 /** What a real node needs of the cluster that starts it. */
 export interface RealNodeContext {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pinBedImages } from './flux-images.js';
+import { pinBedImages } from './pin-bed-images.js';
 
 describe('pinBedImages', () => {
   it("replaces upstream's pin of each image with the bed's, and leaves other images alone", () => {
