@@ -25,16 +25,23 @@ const r2 = (n: number) => Math.round(n * 100) / 100;
 
 /**
  * The install renamed into `baseline-system` (the controller's name suffixed), without CRDs and their kinds (a CRD
- * is cluster-wide and would be shared with the handoff) and with an image no pod runner starts.
+ * is cluster-wide and would be shared with the handoff). The real node pulls and starts the same image; its
+ * readiness probes are dropped, since the controller is ready only once it has synced its source, which the
+ * baseline (with no source object, a custom kind) never has: Available then means pushed, pulled and started.
  */
 function baseline(plan: HandoffPlan, objects: readonly KubeObject[]): KubeObject[] {
   const custom = kindsFromCrds(objects);
   const kept = objects.filter((o) => o.kind !== 'CustomResourceDefinition' && !custom[o.kind]);
   const text = JSON.stringify(kept)
     .replaceAll(`"${plan.controller.namespace}"`, '"baseline-system"')
-    .replaceAll(`"${plan.controller.name}"`, `"${plan.controller.name}-baseline"`)
-    .replaceAll('ghcr.io/baton-dev/', 'registry.invalid/baseline/');
-  return JSON.parse(text) as KubeObject[];
+    .replaceAll(`"${plan.controller.name}"`, `"${plan.controller.name}-baseline"`);
+  const renamed = JSON.parse(text) as KubeObject[];
+  for (const o of renamed) {
+    const pod = (o as { spec?: { template?: { spec?: { containers?: Record<string, unknown>[] } } } }).spec?.template
+      ?.spec;
+    for (const c of pod?.containers ?? []) delete c.readinessProbe;
+  }
+  return renamed;
 }
 
 const samples: {
