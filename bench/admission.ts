@@ -6,7 +6,7 @@
 // ValidatingAdmissionPolicy plugin spends per request (apiserver_admission_controller_admission_duration_seconds,
 // name="ValidatingAdmissionPolicy", every request of the window: the pushes' and what the cluster does meanwhile).
 // Writes bench/results/admission.json with medians. Flux's and Argo CD's builds must be cached (`pnpm test:flux`,
-// `pnpm test:argocd` build them) or take minutes.
+// `pnpm baton testenv build --flux --argocd`) or take minutes.
 import { writeFile } from 'node:fs/promises';
 import { type HandoffSummary, loadHandoffPlan, loadManifestSet, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile, describeObject, type KubeObject, statusOf } from '@baton/kube';

@@ -55,8 +55,8 @@ fi
 say "installing node modules"
 pnpm install --frozen-lockfile --reporter=append-only >&2
 
-say "building (or reusing) the pinned binaries from Go modules"
-node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build >&2
+say "building (or reusing) the pinned binaries from Go modules, Flux's and Argo CD's included (their tests run in .ci/run)"
+node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build --flux --argocd >&2
 
 # The test bed runs the controller image by its digest: build it (downloads and layers cached by version under
 # ~/.cache/baton/image; a warm build only bundles the controller again).

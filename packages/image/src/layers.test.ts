@@ -19,9 +19,19 @@ const cacheDir = () => {
 function names(tar: Buffer): string[] {
   const out: string[] = [];
   for (let off = 0; off + 512 <= tar.length; ) {
-    const name = tar.subarray(off, off + 100).toString().replace(/\0.*$/s, '');
+    const name = tar
+      .subarray(off, off + 100)
+      .toString()
+      .replace(/\0.*$/s, '');
     if (!name) break;
-    const size = Number.parseInt(tar.subarray(off + 124, off + 136).toString().replace(/\0.*$/s, '').trim() || '0', 8);
+    const size = Number.parseInt(
+      tar
+        .subarray(off + 124, off + 136)
+        .toString()
+        .replace(/\0.*$/s, '')
+        .trim() || '0',
+      8,
+    );
     out.push(name);
     off += 512 + Math.ceil(size / 512) * 512;
   }

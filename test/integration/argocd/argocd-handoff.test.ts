@@ -30,11 +30,8 @@ import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../
 import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
 import { expectRewriteRepaired } from '../../support/tamper-repair.js';
 
-// Not in `.ci/run`: Argo CD's cold build (13–17 min on 2 cores) does not fit in the cold run's 75 minutes, so these
-// run with `pnpm test:argocd` (issue 19).
-//
-// A handoff to real Argo CD (the application controller and repo-server built from Go modules, Debian's redis)
-// through baton's engine: the confined bootstrap credential pushes the minimal bootstrap-manifests/argocd, Argo CD
+// A handoff to real Argo CD on the bed's real node (the application controller, repo-server and redis as containers
+// from images built here: the slim Argo CD binary from Go modules, Debian's git and redis-server) through baton's engine: the confined bootstrap credential pushes the minimal bootstrap-manifests/argocd, Argo CD
 // syncs the root Application from a real Git server and takes over what Git carries, the credential is revoked and
 // the revocation proven. Takeover is the profile's rules (rules/profile.yaml).
 const ROOT = new URL('../../../', import.meta.url).pathname;
