@@ -1,26 +1,11 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  appLayer,
-  DEFAULT_CACHE_DIR,
-  type Descriptor,
-  debianLayer,
-  imageManifest,
-  lockedPackages,
-  MEDIA_TYPE,
-  manifestBlobs,
-  nodeLayer,
-  readLock,
-  referrerManifest,
-  type SbomPackage,
-  spdxDocument,
-  writeLayout,
-} from '@baton/image';
-import { build } from 'esbuild';
+import { buildNodeAppImage, bundleEntry, DEFAULT_CACHE_DIR, readLock } from '@baton/image';
 
-// `pnpm image:build`: the baton-controller image as an OCI image layout, without a container engine. Prints the
-// image manifest's digest (what 40-deployment.yaml pins). Flags:
+// `pnpm image:build` builds this image and the CLI's (scripts/image-build.ts); this file alone builds the
+// baton-controller image as an OCI image layout, without a container engine, and prints the image manifest's digest
+// (what 40-deployment.yaml pins). Flags:
 //   --out DIR         the layout (default dist/images/baton-controller)
 //   --cache-dir DIR   downloads and layers (default ~/.cache/baton/image)
 //   --no-layer-cache  build every layer again from the (cached, verified) downloads
@@ -32,89 +17,39 @@ export const IMAGE_NAME = 'ghcr.io/baton-dev/baton-controller';
 const REPO_ROOT = resolve(new URL('../../../', import.meta.url).pathname);
 const DEPLOYMENT = join(REPO_ROOT, 'bootstrap-manifests/baton-controller/40-deployment.yaml');
 
-/** The controller and everything it imports in one ES module, with the npm packages that went into it. */
-async function bundleController(): Promise<{ code: Buffer; packages: SbomPackage[] }> {
-  const result = await build({
-    absWorkingDir: REPO_ROOT,
-    entryPoints: ['packages/controller/src/main.ts'],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    conditions: ['@baton/source'],
-    // pino and other CommonJS dependencies call require() for Node's built-ins.
-    banner: {
-      js: "import { createRequire as __batonRequire } from 'node:module';\nconst require = __batonRequire(import.meta.url);",
-    },
-    outfile: 'app/main.mjs',
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  });
-  const code = Buffer.from(result.outputFiles[0]!.contents);
-  const found = new Map<string, SbomPackage>();
-  for (const input of Object.keys(result.metafile.inputs)) {
-    const pkg = packageOf(join(REPO_ROOT, input));
-    if (pkg) found.set(`${pkg.name}@${pkg.version}`, pkg);
-  }
-  return { code, packages: [...found.values()].sort((a, b) => (a.purl < b.purl ? -1 : 1)) };
-}
-
-/** The npm package a bundled file comes from: the nearest package.json above it. */
-function packageOf(file: string): SbomPackage | undefined {
-  for (let dir = dirname(file); dir.startsWith(REPO_ROOT) && dir !== REPO_ROOT; dir = dirname(dir)) {
-    const path = join(dir, 'package.json');
-    if (!existsSync(path)) continue;
-    const { name, version } = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
-    if (!name || !version) continue;
-    const isWorkspace = !relative(REPO_ROOT, dir).includes('node_modules');
-    return {
-      name,
-      version,
-      purl: `pkg:npm/${name.replace('@', '%40')}@${version}`,
-      downloadLocation: isWorkspace
-        ? 'NOASSERTION'
-        : `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${version}.tgz`,
-    };
-  }
-  return undefined;
-}
-
 /** Builds the image and writes its layout. @returns the image manifest's digest and what went into it. */
 export async function buildImage(o: { outDir: string; cacheDir: string; reuseLayers: boolean }) {
   const lock = readLock(new URL('image.lock.json', import.meta.url).pathname);
-  const blobDir = join(o.cacheDir, 'blobs');
-  const bundle = await bundleController();
-  const lo = { cacheDir: o.cacheDir, reuse: o.reuseLayers };
-  const layers = [debianLayer(lo, lock), nodeLayer(lo, lock), appLayer(lo, bundle.code)];
+  const bundle = await bundleEntry({ repoRoot: REPO_ROOT, entry: 'packages/controller/src/main.ts' });
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/controller/package.json'), 'utf8')) as {
     version: string;
   };
-  const image = imageManifest(blobDir, layers, {
-    entrypoint: ['/usr/local/bin/node', '/app/main.mjs'],
-    env: [
-      'PATH=/usr/local/bin:/usr/bin:/bin',
-      'NODE_ENV=production',
-      'HOME=/tmp',
-      'BATON_WORK_DIR=/tmp/baton-controller',
-    ],
-    exposedPorts: [8080],
-    labels: {
-      'org.opencontainers.image.title': 'baton-controller',
-      'org.opencontainers.image.source': 'https://github.com/baton-dev/baton',
-      'org.opencontainers.image.version': version,
+  return buildNodeAppImage(
+    {
+      name: IMAGE_NAME,
+      version,
+      lock,
+      files: [{ path: 'app/main.mjs', data: bundle.code }],
+      packages: bundle.packages,
+      createdBy: 'baton-controller bundle (esbuild)',
+      runtime: {
+        entrypoint: ['/usr/local/bin/node', '/app/main.mjs'],
+        env: [
+          'PATH=/usr/local/bin:/usr/bin:/bin',
+          'NODE_ENV=production',
+          'HOME=/tmp',
+          'BATON_WORK_DIR=/tmp/baton-controller',
+        ],
+        exposedPorts: [8080],
+        labels: {
+          'org.opencontainers.image.title': 'baton-controller',
+          'org.opencontainers.image.source': 'https://github.com/baton-dev/baton',
+          'org.opencontainers.image.version': version,
+        },
+      },
     },
-  });
-  const packages = [...lockedPackages(lock), ...bundle.packages];
-  const sbomFile = Buffer.from(JSON.stringify(spdxDocument(IMAGE_NAME, image.digest, packages), null, 2));
-  const sbom = referrerManifest(blobDir, image, sbomFile, MEDIA_TYPE.spdx);
-  const manifests: Descriptor[] = [
-    { ...image, annotations: { 'org.opencontainers.image.ref.name': version } },
-    { ...sbom, annotations: { 'org.opencontainers.image.ref.name': `${version}.sbom` } },
-  ];
-  writeLayout(o.outDir, blobDir, manifests, [...manifestBlobs(blobDir, image), ...manifestBlobs(blobDir, sbom)]);
-  const sizeBytes = layers.reduce((n, l) => n + l.size, 0);
-  return { digest: image.digest, sizeBytes, layers, sbom: sbom.digest, packages: packages.length };
+    o,
+  );
 }
 
 /** Rewrites the Deployment's image reference to `digest`. */

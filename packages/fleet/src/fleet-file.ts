@@ -76,7 +76,11 @@ export const BudgetSchema = z.union([
 
 /** The Job engine's pod settings. */
 export const JobSettingsSchema = z.strictObject({
-  image: z.string().min(1).describe('image that runs `baton fleet shard`'),
+  image: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('image that runs `baton fleet shard`; @default the baton CLI image this release pins by digest'),
   namespace: Name.default('baton-fleet').describe('namespace of the Jobs, journals and kubeconfig Secrets'),
   serviceAccountName: Name.default('baton-fleet-shard').describe('identity of the shard pods'),
   podLabels: z.record(z.string(), LabelValue).optional().describe('extra labels on the shard pods'),

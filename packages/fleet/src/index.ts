@@ -21,6 +21,7 @@ export type {
 export { FleetOutcome, fleetExitCode } from './fleet-result.js';
 export type { RecordedFleetOptions, RecordedFleetResult, RecordedSummary } from './fleet-run.js';
 export { newFleetRunId, runRecordedFleet } from './fleet-run.js';
+export { defaultShardImage } from './job-engine/default-image.js';
 export type { JobFleetOptions, ShardTarget } from './job-engine/run-jobs.js';
 export { runJobFleet } from './job-engine/run-jobs.js';
 export type { ShardOptions } from './job-engine/shard.js';

@@ -1,6 +1,6 @@
 export { DEFAULT_CACHE_DIR, fetchDeb, fetchNodeTarball, type ImageLock, type LockedDeb, readLock } from './inputs.js';
 export {
-  appLayer,
+  appFilesLayer,
   blobPath,
   debianLayer,
   filesLayer,
@@ -12,6 +12,7 @@ export {
   putBlob,
 } from './layers.js';
 export { closure, IMAGE_LOCKS, lockDebs } from './lock-debs.js';
+export { type Bundle, buildNodeAppImage, bundleEntry, type NodeAppImage } from './node-app.js';
 export {
   type Descriptor,
   type ImageRuntime,

@@ -188,14 +188,28 @@ export function nodeLayer(o: LayerOptions, lock: ImageLock): Layer {
   });
 }
 
-/** The application layer: the bundled controller at /app/main.mjs (small, so never cached). */
-export function appLayer(o: LayerOptions, bundle: Buffer): Layer {
-  const tar = writeTar([
-    { type: 'dir', path: 'app', mode: 0o755 },
-    { type: 'file', path: 'app/main.mjs', mode: 0o644, data: bundle },
-  ]);
+/**
+ * The application layer: `files` under /app (the bundle, at `app/main.mjs` for the controller), built each time (the
+ * bundle changes with every source change), gzip at level 9.
+ */
+export function appFilesLayer(
+  o: LayerOptions,
+  createdBy: string,
+  files: readonly { readonly path: string; readonly data: Buffer }[],
+): Layer {
+  const dirs = new Set<string>();
+  for (const f of files) {
+    const parts = f.path.split('/');
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  const tar = writeTar(
+    [
+      ...[...dirs].map((path): TarEntry => ({ type: 'dir', path, mode: 0o755 })),
+      ...files.map((f): TarEntry => ({ type: 'file', path: f.path, mode: 0o644, data: f.data })),
+    ].sort((a, b) => byteOrder(a.path, b.path)),
+  );
   const blob = putBlob(join(o.cacheDir, 'blobs'), gzipSync(tar, { level: 9 }));
-  return { ...blob, diffId: digestOf(tar), createdBy: 'baton-controller bundle (esbuild)' };
+  return { ...blob, diffId: digestOf(tar), createdBy };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { ImageLock, LockedDeb } from './inputs.js';
 /** Every image lock in the repository, relative to its root. */
 export const IMAGE_LOCKS = [
   'packages/controller/image/image.lock.json',
+  'packages/cli/image/image.lock.json',
   'packages/testenv/src/argocd/argocd.lock.json',
   'packages/testenv/src/argocd/redis.lock.json',
 ] as const;

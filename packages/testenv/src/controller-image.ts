@@ -83,3 +83,38 @@ export async function pushControllerImage(
   };
   return push(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
 }
+
+/** The baton CLI image's name (what the fleet's Indexed Job shards run). */
+export const CLI_IMAGE = 'ghcr.io/baton-dev/baton';
+/** Where the test bed writes its layout. */
+export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
+
+/**
+ * Builds the baton CLI image from these sources (packages/cli/image/build.ts; layers cached, the bundle new), one
+ * build at a time on the machine, and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).
+ * @returns the reference a pod names: `ghcr.io/baton-dev/baton@<digest>`.
+ * @throws ProcessError when the build fails.
+ */
+export async function pushCliImage(
+  push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
+): Promise<string> {
+  await withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
+    try {
+      await run(
+        process.execPath,
+        ['--conditions=@baton/source', '--import', 'tsx', 'packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT],
+        { cwd: REPO_ROOT, maxBuffer: 1 << 20 },
+      );
+    } catch (err) {
+      throw new ProcessError(
+        `building the baton CLI image failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
+        { cause: err },
+      );
+    }
+  });
+  const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/cli/package.json'), 'utf8')) as {
+    version: string;
+  };
+  const digest = await push(CLI_IMAGE_LAYOUT, CLI_IMAGE.slice('ghcr.io/'.length), version);
+  return `${CLI_IMAGE}@${digest}`;
+}

@@ -21,8 +21,11 @@ export {
 } from './control-plane-binaries.js';
 export {
   buildControllerImage,
+  CLI_IMAGE,
+  CLI_IMAGE_LAYOUT,
   CONTROLLER_IMAGE,
   CONTROLLER_IMAGE_LAYOUT,
+  pushCliImage,
   pushControllerImage,
   startControllerImageRegistry,
 } from './controller-image.js';

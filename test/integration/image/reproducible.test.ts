@@ -6,8 +6,9 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Two clean checkouts of HEAD in different directories (git worktrees), each with its own `pnpm install`, build the
-// image; the second builds every layer again from the verified downloads (--no-layer-cache) into a scratch cache
-// that shares only the downloads. Same commit, same digest, and 40-deployment.yaml pins exactly it.
+// images (`pnpm image:build`: baton-controller and the baton CLI); the second builds every layer again from the
+// verified downloads (--no-layer-cache) into a scratch cache that shares only the downloads. Same commit, same
+// digests, and each is pinned exactly where it is used.
 const run = promisify(execFile);
 const REPO = new URL('../../../', import.meta.url).pathname;
 const dirs: string[] = [];
@@ -27,12 +28,12 @@ async function checkout(name: string): Promise<string> {
   return dir;
 }
 
-async function build(dir: string, extra: string[]): Promise<BuildResult> {
-  const { stdout } = await run('pnpm', ['--silent', 'image:build', '--json', '--out', join(dir, 'layout'), ...extra], {
+async function build(dir: string, extra: string[]): Promise<Record<'baton-controller' | 'baton', BuildResult>> {
+  const { stdout } = await run('pnpm', ['--silent', 'image:build', '--json', '--out', join(dir, 'layouts'), ...extra], {
     cwd: dir,
     maxBuffer: 16 << 20,
   });
-  return JSON.parse(stdout) as BuildResult;
+  return JSON.parse(stdout) as Record<'baton-controller' | 'baton', BuildResult>;
 }
 
 const blob = (layout: string, digest: string): Buffer =>
@@ -48,17 +49,19 @@ afterAll(async () => {
 let a: string;
 let first: BuildResult;
 let second: BuildResult;
+let firstCli: BuildResult;
+let secondCli: BuildResult;
 
 // The builds are the fixture (two installs and a cold layer build: minutes on 2 busy cores); the tests read them.
 beforeAll(async () => {
   a = await checkout('a');
-  first = await build(a, []);
+  ({ 'baton-controller': first, baton: firstCli } = await build(a, []));
   const b = await checkout('b');
   const scratch = join(b, '..', 'cache');
   // Only the downloads are shared: every layer is built again from them.
   const downloads = join(homedir(), '.cache/baton/image');
   for (const d of ['debs', 'npm']) cpSync(join(downloads, d), join(scratch, d), { recursive: true });
-  second = await build(b, ['--no-layer-cache', '--cache-dir', scratch]);
+  ({ 'baton-controller': second, baton: secondCli } = await build(b, ['--no-layer-cache', '--cache-dir', scratch]));
 });
 
 describe('the baton-controller image', () => {
@@ -72,7 +75,7 @@ describe('the baton-controller image', () => {
   });
 
   it('runs as 65532 with /tmp its one volume, and carries no build time', () => {
-    const layout = join(a, 'layout');
+    const layout = join(a, 'layouts', 'baton-controller');
     const manifest = JSON.parse(blob(layout, first.digest).toString()) as { config: { digest: string } };
     const config = JSON.parse(blob(layout, manifest.config.digest).toString()) as {
       created?: string;
@@ -87,7 +90,7 @@ describe('the baton-controller image', () => {
   });
 
   it('has an SPDX SBOM, a referrer of the image, listing every package with its version', () => {
-    const layout = join(a, 'layout');
+    const layout = join(a, 'layouts', 'baton-controller');
     const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
       manifests: { digest: string; artifactType?: string }[];
     };
@@ -112,11 +115,35 @@ describe('the baton-controller image', () => {
   });
 
   it('writes layer entries owned by 0:0 with mtime 0', async () => {
-    const layout = join(a, 'layout');
+    const layout = join(a, 'layouts', 'baton-controller');
     const { stdout } = await run('tar', ['-tvzf', join(layout, 'blobs/sha256', first.layers[2]!.digest.slice(7))]);
     expect(stdout.trim().split('\n')).toEqual([
       expect.stringMatching(/^drwxr-xr-x 0\/0\s+0 1970-01-01 00:00 app\/$/),
       expect.stringMatching(/^-rw-r--r-- 0\/0\s+\d+ 1970-01-01 00:00 app\/main\.mjs$/),
     ]);
+  });
+});
+
+describe('the baton CLI image (what the fleet’s Indexed Job shards run)', () => {
+  it('builds to the same digest from two clean checkouts, and @baton/fleet pins that digest as the default image', () => {
+    expect(secondCli.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(secondCli.digest).toBe(firstCli.digest);
+    expect(secondCli.layers).toEqual(firstCli.layers);
+    expect(secondCli.sbom).toBe(firstCli.sbom);
+    const pinned = JSON.parse(readFileSync(join(a, 'packages/fleet/job-image.json'), 'utf8')) as { image: string };
+    expect(pinned.image).toBe(`ghcr.io/baton-dev/baton@${firstCli.digest}`);
+  });
+
+  it('runs the bundled CLI with Node.js as 65532, on the controller’s Debian layer', () => {
+    const layout = join(a, 'layouts', 'baton');
+    const manifest = JSON.parse(blob(layout, firstCli.digest).toString()) as { config: { digest: string } };
+    const config = JSON.parse(blob(layout, manifest.config.digest).toString()) as {
+      config: { User: string; Entrypoint: string[] };
+    };
+    expect(config.config.User).toBe('65532:65532');
+    expect(config.config.Entrypoint).toEqual(['/usr/local/bin/node', '/app/dist/main.mjs']);
+    // Same locked packages, same layer: one blob for both images.
+    expect(firstCli.layers[0]).toEqual(first.layers[0]);
+    expect(firstCli.layers[1]).toEqual(first.layers[1]);
   });
 });

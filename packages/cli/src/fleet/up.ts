@@ -5,6 +5,7 @@ import { ConfigError, TimeoutError } from '@baton/errors';
 import {
   assignWaves,
   budgetCount,
+  defaultShardImage,
   type FleetProgressEvent,
   type FleetResult,
   type FleetTarget,
@@ -233,14 +234,14 @@ function fleetEngine(
     const job = fleet.fleet.job;
     if (!job)
       throw new ConfigError(
-        `${fleet.file}: --engine job needs a job section (image, namespace, serviceAccountName) in the fleet file`,
+        `${fleet.file}: --engine job needs a job section (namespace, serviceAccountName; image defaults to the pinned baton image) in the fleet file`,
       );
     return runJobFleet({
       ...common,
       log: run.log,
       management: management!,
       namespace: job.namespace,
-      image: job.image,
+      image: job.image ?? defaultShardImage(),
       serviceAccountName: job.serviceAccountName,
       ...(job.podLabels ? { podLabels: job.podLabels } : {}),
       fleetRunId: run.fleetRunId,
