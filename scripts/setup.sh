@@ -32,7 +32,6 @@ missing=()
 command -v git >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server) # Argo CD's cache in the test bed
 # The real node of a test bed: containerd runs its Pods with runc on a CNI bridge; kube-proxy writes iptables rules
 # (inside the bed's own network namespace only) and reads conntrack.
 [ -x /usr/bin/containerd ] || missing+=(containerd)

@@ -5,8 +5,6 @@ export type { ArgoCd, EnsureArgoCdOptions } from './argocd/argocd-build.js';
 export { ARGOCD_GO_TOOLCHAIN, ARGOCD_VERSION, ensureArgoCd } from './argocd/argocd-build.js';
 export type { BedImage } from './argocd/argocd-images.js';
 export { ARGOCD_IMAGES, buildArgoCdImages } from './argocd/argocd-images.js';
-export type { ArgoCdPods, StartArgoCdPodsOptions } from './argocd/argocd-pods.js';
-export { startArgoCdPods } from './argocd/argocd-pods.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
 export type { Cluster, ClusterState, RealNodeInfo, StartClusterOptions } from './cluster.js';

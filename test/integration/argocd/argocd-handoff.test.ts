@@ -31,9 +31,10 @@ import { expectPulumiHandoff } from '../../support/pulumi-handoff.js';
 import { expectRewriteRepaired } from '../../support/tamper-repair.js';
 
 // A handoff to real Argo CD on the bed's real node (the application controller, repo-server and redis as containers
-// from images built here: the slim Argo CD binary from Go modules, Debian's git and redis-server) through baton's engine: the confined bootstrap credential pushes the minimal bootstrap-manifests/argocd, Argo CD
-// syncs the root Application from a real Git server and takes over what Git carries, the credential is revoked and
-// the revocation proven. Takeover is the profile's rules (rules/profile.yaml).
+// from images built here: the slim Argo CD binary from Go modules, Debian's git and redis-server) through baton's
+// engine: the confined bootstrap credential pushes the minimal bootstrap-manifests/argocd, Argo CD syncs the root
+// Application from a real Git server and takes over what Git carries, the credential is revoked and the revocation
+// proven. Takeover is the profile's rules (rules/profile.yaml).
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const ARGOCD_DIR = join(ROOT, 'bootstrap-manifests/argocd');
 const _execFileAsync = promisify(execFile);

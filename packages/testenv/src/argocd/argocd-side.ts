@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ConfigError } from '@baton/errors';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { RealNodeInfo } from '../cluster.js';
 import {
@@ -14,14 +15,11 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
-import { defaultNodeKind } from '../node/node-binaries.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
 import { pushArgoCdImages } from './argocd-images.js';
 
 export { ARGOCD_REPO_SECRET } from './argocd-build.js';
-
-import { type ArgoCdPods, startArgoCdPods } from './argocd-pods.js';
 
 const REPO = 'cluster-config';
 const CLUSTER_ADMIN_OPTION = join('options', 'cluster-admin-controller.yaml');
@@ -44,11 +42,11 @@ export interface StartArgoCdSideOptions extends GitOpsSideOptions {
   /** The binary. @default {@link ensureArgoCd}() (builds it on a cold machine: 7 to 12 minutes) */
   readonly argocd?: ArgoCd;
   /**
-   * The cluster's real node: Argo CD's application controller, repo-server and redis then run as containers from
+   * The cluster's real node: Argo CD's application controller, repo-server and redis run there as containers from
    * images built here (pushed to the bed's registry, pinned by digest in the bed's copy of the profile), reaching each
-   * other through their Services. @default the pod runner (kwok beds only)
+   * other through their Services. Required: Argo CD has no pod-runner stand-in.
    */
-  readonly realNode?: RealNodeInfo | null;
+  readonly realNode: RealNodeInfo | null;
   /**
    * How often the application controller refreshes each Application and how long the repo-server caches a branch's
    * commit (upstream: 120 s and 3 min, both from `ARGOCD_RECONCILIATION_TIMEOUT`): short, so a commit is seen within
@@ -61,9 +59,7 @@ export interface StartArgoCdSideOptions extends GitOpsSideOptions {
 export interface ArgoCdSide extends ControllerSide {
   /** Files committed under the Git path, keyed by their path in Git. */
   readonly files: Readonly<Record<string, string>>;
-  /** The pod runner's pods (null on a real node, where kubelet runs them). */
-  readonly pods: ArgoCdPods | null;
-  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest); empty without a real node. */
+  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest). */
   readonly images: Readonly<Record<string, string>>;
 }
 
@@ -71,14 +67,18 @@ export interface ArgoCdSide extends ControllerSide {
  * Renders bootstrap-manifests/argocd for a fresh Git repository (the root Application points at it), commits Argo
  * CD's install (without CRDs and RBAC) and the example apps under `clusters/demo`, writes the repository credential
  * (labelled for Argo CD), `argocd-secret` and `argocd-redis` as plan files, the audit keys (through the caller) and a
- * plan with `push.profile: argocd`. On a real node, pushes Argo CD's images to the bed's registry first; on kwok,
- * starts Argo CD's pods as local processes.
- * @throws when the Git server or the pod runners cannot start; nothing is left running then.
+ * plan with `push.profile: argocd`, after pushing Argo CD's images to the bed's registry (kubelet runs the pods).
+ * @throws ConfigError without a real node; else when the Git server cannot start (nothing is left running then).
  */
 export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCdSide> {
+  const realNode = o.realNode;
+  if (!realNode)
+    throw new ConfigError(
+      'an Argo CD bed runs on a real node only (its pods from images built here): start it attached with node: real; a detached or kwok bed has none',
+    );
   const argocd = o.argocd ?? (await ensureArgoCd(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-argocd-', o.realNode ?? null, async (dir, git) => {
-    const images = o.realNode ? await pushArgoCdImages(argocd, o.realNode) : {};
+  return startSide(o.dir, 'baton-argocd-', realNode, async (dir, git) => {
+    const images = await pushArgoCdImages(argocd, realNode);
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
@@ -106,15 +106,8 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
         }),
       ),
     );
-    const pods = o.realNode
-      ? null
-      : await startArgoCdPods({
-          kubeconfigPath: o.kubeconfigPath,
-          argocd,
-          ...(o.appResyncSeconds === undefined ? {} : { appResyncSeconds: o.appResyncSeconds }),
-        });
     return {
-      runner: pods ?? { stop: async () => {} },
+      runner: { stop: async () => {} },
       side: {
         revision,
         planPath,
@@ -124,7 +117,6 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
         pullCredentialPath,
         ...keys,
         secretValues: [git.credentials.password, redisPassword, serverKey, ...(o.pullPassword ? [o.pullPassword] : [])],
-        pods,
         images,
       },
     };
@@ -160,7 +152,7 @@ async function renderPushAndGit(
     cpSync(join(o.profileDir, CLUSTER_ADMIN_OPTION), join(pushDir, '26-cluster-admin-controller.yaml'));
     // Git carries the rest of upstream's install too, as argocd-autopilot commits it.
     const rest = readFileSync(argocd.restPath, 'utf8');
-    files[`${GIT_PATH}/argocd-rest/install.yaml`] = o.realNode ? withoutUnbuiltPrograms(rest) : rest;
+    files[`${GIT_PATH}/argocd-rest/install.yaml`] = withoutUnbuiltPrograms(rest);
   }
   const example = join(o.profileDir, 'example', GIT_PATH);
   for (const sub of readdirSync(example))
@@ -263,7 +255,7 @@ function argoCdPlan(
 /** Options of {@link startArgoCdBed}. */
 export interface StartArgoCdBedOptions
   extends StartBedClusterOptions,
-    Omit<StartArgoCdSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+    Omit<StartArgoCdSideOptions, 'kubeconfigPath' | 'clusterName' | 'realNode'> {}
 
 /**
  * A fresh local cluster with {@link ArgoCdSide}: everything a handoff to real Argo CD needs.
@@ -271,9 +263,8 @@ export interface StartArgoCdBedOptions
  */
 export function startArgoCdBed(o: StartArgoCdBedOptions): Promise<HandoffBed<ArgoCdSide>> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  // Argo CD's takeover is proven on a real node unless the bed is detached (no real node there yet).
-  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
-  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
+  // Argo CD runs on a real node only: a detached bed (no real node yet) is refused by startBedCluster.
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: node ?? 'real' }, (cluster: BedCluster) =>
     startArgoCdSide({
       ...sideOptions,
       kubeconfigPath: cluster.kubeconfigPath,
