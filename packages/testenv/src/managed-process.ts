@@ -107,6 +107,10 @@ export class ManagedProcess {
   /** SIGTERM to the group, SIGKILL after `graceMs`, and wait until reaped. */
   async stop(graceMs = 5_000): Promise<void> {
     if (!this.isRunning) return;
+    // Waited for from here on: the child, unref'd at start, must hold the event loop until it is reaped, else a process
+    // with nothing else to do exits (code 13, an unsettled top-level await) while a stop waits past the SIGKILL (seen:
+    // the Argo CD demo, whose node took longer than the grace to stop).
+    this.child.ref();
     signalGroup(this.pid, 'SIGTERM');
     const done = await Promise.race([this.exitPromise.then(() => true), sleep(graceMs).then(() => false)]);
     if (!done) {
