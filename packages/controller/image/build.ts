@@ -1,21 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { buildNodeAppImage, bundleEntry, DEFAULT_CACHE_DIR, readLock } from '@baton/image';
 
-// `pnpm image:build` builds this image and the CLI's (scripts/image-build.ts); this file alone builds the
-// baton-controller image as an OCI image layout, without a container engine, and prints the image manifest's digest
-// (what 40-deployment.yaml pins). Flags:
-//   --out DIR         the layout (default dist/images/baton-controller)
-//   --cache-dir DIR   downloads and layers (default ~/.cache/baton/image)
-//   --no-layer-cache  build every layer again from the (cached, verified) downloads
-//   --pin             write the digest into bootstrap-manifests/baton-controller/40-deployment.yaml
-//   --json            print {digest, sizeBytes, layers, sbom, wallMs} instead of the digest alone
+// The baton-controller image as an OCI image layout, without a container engine (what 40-deployment.yaml pins by
+// digest). Built by `pnpm image:build` (scripts/image-build.ts) with the CLI's.
 
 /** The image's name, as the manifests reference it. */
 export const IMAGE_NAME = 'ghcr.io/baton-dev/baton-controller';
 const REPO_ROOT = resolve(new URL('../../../', import.meta.url).pathname);
-const DEPLOYMENT = join(REPO_ROOT, 'bootstrap-manifests/baton-controller/40-deployment.yaml');
 
 /** Builds the image and writes its layout. @returns the image manifest's digest and what went into it. */
 export async function buildImage(o: { outDir: string; cacheDir: string; reuseLayers: boolean }) {
@@ -61,36 +53,18 @@ export function pinDigest(deploymentPath: string, digest: string): void {
   writeFileSync(deploymentPath, next);
 }
 
-async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      out: { type: 'string' },
-      'cache-dir': { type: 'string' },
-      'no-layer-cache': { type: 'boolean' },
-      pin: { type: 'boolean' },
-      json: { type: 'boolean' },
-    },
-    strict: true,
-  });
-  const started = performance.now();
-  const result = await buildImage({
-    outDir: resolve(values.out ?? join(REPO_ROOT, 'dist/images/baton-controller')),
-    cacheDir: resolve(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
-    reuseLayers: !values['no-layer-cache'],
-  });
-  if (values.pin) pinDigest(DEPLOYMENT, result.digest);
-  const wallMs = Math.round(performance.now() - started);
-  process.stdout.write(values.json ? `${JSON.stringify({ ...result, wallMs })}\n` : `${result.digest}\n`);
-  return 0;
-}
-
+// Run directly (the setup and the test bed do): builds the layout into --out (default dist/images/baton-controller)
+// and prints the digest. `pnpm image:build` (scripts/image-build.ts) has the other flags.
 if (process.argv[1] && resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
-  main().then(
-    (code) => {
-      process.exitCode = code;
-    },
+  const out = process.argv.indexOf('--out');
+  buildImage({
+    outDir: resolve(out > 0 ? process.argv[out + 1]! : join(REPO_ROOT, 'dist/images/baton-controller')),
+    cacheDir: DEFAULT_CACHE_DIR,
+    reuseLayers: true,
+  }).then(
+    (r) => process.stdout.write(`${r.digest}\n`),
     (err) => {
-      process.stderr.write(`image:build: ${(err as Error).message}\n`);
+      process.stderr.write(`image:build (baton-controller): ${(err as Error).message}\n`);
       process.exitCode = 1;
     },
   );

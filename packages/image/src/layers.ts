@@ -100,19 +100,22 @@ function cachedLayer(o: LayerOptions, input: unknown, createdBy: string, build: 
  * entries for root and `users` (with their homes, where not /tmp).
  */
 export function debianLayer(o: LayerOptions, lock: ImageLock, users: readonly ImageUser[] = [IMAGE_USER]): Layer {
-  const isDefault = users.length === 1 && users[0] === IMAGE_USER;
-  const input = isDefault ? lock.debs : { debs: lock.debs, users };
-  return cachedLayer(o, input, `debian ${lock.debianRelease}: ${lock.debs.length} packages`, () => {
-    const debs = lock.debs.map((d) => fetchDeb(d, o.cacheDir));
-    const root = mkdtempSync(join(o.cacheDir, '.rootfs-'));
-    try {
-      for (const deb of debs) execFileSync('dpkg-deb', ['-x', deb, root]);
-      const entries = treeEntries(root, '', isSkippedDebPath);
-      return mergeEntries(entries, generatedFiles(root, users));
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
+  return cachedLayer(
+    o,
+    { debs: lock.debs, users },
+    `debian ${lock.debianRelease}: ${lock.debs.length} packages`,
+    () => {
+      const debs = lock.debs.map((d) => fetchDeb(d, o.cacheDir));
+      const root = mkdtempSync(join(o.cacheDir, '.rootfs-'));
+      try {
+        for (const deb of debs) execFileSync('dpkg-deb', ['-x', deb, root]);
+        const entries = treeEntries(root, '', isSkippedDebPath);
+        return mergeEntries(entries, generatedFiles(root, users));
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  );
 }
 
 /** Files no package carries: the CA bundle (update-ca-certificates' output), users, groups, homes and /tmp. */
@@ -197,19 +200,19 @@ export function appFilesLayer(
   createdBy: string,
   files: readonly { readonly path: string; readonly data: Buffer }[],
 ): Layer {
-  const dirs = new Set<string>();
-  for (const f of files) {
-    const parts = f.path.split('/');
-    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
-  }
-  const tar = writeTar(
-    [
-      ...[...dirs].map((path): TarEntry => ({ type: 'dir', path, mode: 0o755 })),
-      ...files.map((f): TarEntry => ({ type: 'file', path: f.path, mode: 0o644, data: f.data })),
-    ].sort((a, b) => byteOrder(a.path, b.path)),
-  );
+  const tar = writeTar(withParentDirs(files.map((f): TarEntry => ({ type: 'file', ...f, mode: 0o644 }))));
   const blob = putBlob(join(o.cacheDir, 'blobs'), gzipSync(tar, { level: 9 }));
   return { ...blob, diffId: digestOf(tar), createdBy };
+}
+
+/** `entries` with a 0755 directory for every parent path they lack, sorted by path. */
+function withParentDirs(entries: readonly TarEntry[]): TarEntry[] {
+  const dirs: TarEntry[] = [];
+  for (const e of entries) {
+    const parts = e.path.split('/');
+    for (let i = 1; i < parts.length; i++) dirs.push({ type: 'dir', path: parts.slice(0, i).join('/'), mode: 0o755 });
+  }
+  return mergeEntries(dirs, entries);
 }
 
 /**
@@ -221,15 +224,5 @@ export function filesLayer(o: LayerOptions, createdBy: string, entries: readonly
     ...e,
     ...(e.type === 'file' ? { data: createHash('sha256').update(e.data).digest('hex') } : {}),
   }));
-  return cachedLayer(o, fingerprint, createdBy, () => {
-    const dirs = new Map<string, TarEntry>();
-    for (const e of entries) {
-      const parts = e.path.split('/');
-      for (let i = 1; i < parts.length; i++) {
-        const path = parts.slice(0, i).join('/');
-        if (!dirs.has(path)) dirs.set(path, { type: 'dir', path, mode: 0o755 });
-      }
-    }
-    return mergeEntries([...dirs.values()], entries);
-  });
+  return cachedLayer(o, fingerprint, createdBy, () => withParentDirs(entries));
 }

@@ -28,23 +28,33 @@ export function pinnedControllerImage(manifest: string): string | undefined {
  * @throws ProcessError when the build fails.
  */
 export function buildControllerImage(): Promise<string> {
-  built ??= withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
+  built ??= runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']).catch((err) => {
+    built = undefined;
+    throw err;
+  });
+  return built;
+}
+
+/**
+ * Runs one of the image build scripts from these sources, one image build at a time on the machine (they share the
+ * layer cache), and returns what it prints (the digest).
+ * @throws ProcessError naming `what` with the script's stderr.
+ */
+async function runImageBuild(what: string, args: readonly string[]): Promise<string> {
+  return withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
     try {
-      const { stdout } = await run(
-        process.execPath,
-        ['--conditions=@baton/source', '--import', 'tsx', 'packages/controller/image/build.ts'],
-        { cwd: REPO_ROOT, maxBuffer: 1 << 20 },
-      );
+      const { stdout } = await run(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', ...args], {
+        cwd: REPO_ROOT,
+        maxBuffer: 1 << 20,
+      });
       return stdout.trim();
     } catch (err) {
-      built = undefined;
       throw new ProcessError(
-        `pnpm image:build failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
+        `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
         { cause: err },
       );
     }
   });
-  return built;
 }
 
 /**
@@ -98,20 +108,7 @@ export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
 export async function pushCliImage(
   push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
 ): Promise<string> {
-  await withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
-    try {
-      await run(
-        process.execPath,
-        ['--conditions=@baton/source', '--import', 'tsx', 'packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT],
-        { cwd: REPO_ROOT, maxBuffer: 1 << 20 },
-      );
-    } catch (err) {
-      throw new ProcessError(
-        `building the baton CLI image failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
-        { cause: err },
-      );
-    }
-  });
+  await runImageBuild('building the baton CLI image', ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT]);
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/cli/package.json'), 'utf8')) as {
     version: string;
   };

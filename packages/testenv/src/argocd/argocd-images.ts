@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   debianLayer,
@@ -50,13 +50,15 @@ function layout(name: string, tag: string, layers: Layer[], run: ImageRuntime): 
   const cacheDir = join(cacheRoot(), 'image');
   const blobDir = join(cacheDir, 'blobs');
   const image = imageManifest(blobDir, layers, run);
+  // Named by its digest: a layout already written for this digest holds the same bytes.
   const out = join(cacheDir, 'bed', `${name.split('/').at(-1)}-${image.digest.slice(7, 19)}`);
-  writeLayout(
-    out,
-    blobDir,
-    [{ ...image, annotations: { 'org.opencontainers.image.ref.name': tag } }],
-    manifestBlobs(blobDir, image),
-  );
+  if (!existsSync(join(out, 'index.json')))
+    writeLayout(
+      out,
+      blobDir,
+      [{ ...image, annotations: { 'org.opencontainers.image.ref.name': tag } }],
+      manifestBlobs(blobDir, image),
+    );
   return { name, tag, layout: out, digest: image.digest, sizeBytes: layers.reduce((n, l) => n + l.size, 0) };
 }
 
@@ -114,8 +116,17 @@ function redisImage(): BedImage {
  * @throws Error when a locked .deb cannot be downloaded or its digest differs from the lock.
  */
 export function buildArgoCdImages(argocd: ArgoCd): Promise<readonly BedImage[]> {
-  return withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => [argoCdImage(argocd), redisImage()]);
+  // Once per process and binary: each bed would otherwise read and hash the 113 MB binary again.
+  let built = memo.get(argocd.binary);
+  if (!built) {
+    built = withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => [argoCdImage(argocd), redisImage()]);
+    memo.set(argocd.binary, built);
+    built.catch(() => memo.delete(argocd.binary));
+  }
+  return built;
 }
+
+const memo = new Map<string, Promise<readonly BedImage[]>>();
 
 /**
  * Pushes Argo CD's images to a bed's registry under upstream's names.
