@@ -15,6 +15,7 @@ export { closure, IMAGE_LOCKS, lockDebs } from './lock-debs.js';
 export { type Bundle, buildNodeAppImage, bundleEntry, type NodeAppImage } from './node-app.js';
 export {
   type Descriptor,
+  extendImage,
   type ImageRuntime,
   imageManifest,
   MEDIA_TYPE,

@@ -104,3 +104,55 @@ export function manifestBlobs(blobDir: string, d: Descriptor): string[] {
   };
   return [d.digest, m.config.digest, ...m.layers.map((l) => l.digest)];
 }
+
+/**
+ * The image of `baseLayout` (its one image manifest; referrers such as the SBOM are left behind) with `layer` on top,
+ * as `FROM base@digest` + `COPY` makes it: the base's layers and runtime unchanged, its config's diff_ids and history
+ * extended. The base's blobs are stored in `blobDir` beside the layer's; writes the layout at `outDir`, its image
+ * tagged `tag` (`org.opencontainers.image.ref.name`).
+ * @returns the new image manifest.
+ * @throws Error when `baseLayout` holds no image manifest or more than one.
+ */
+export function extendImage(
+  baseLayout: string,
+  blobDir: string,
+  layer: Layer,
+  out: { readonly dir: string; readonly tag: string },
+): Descriptor {
+  const read = (digest: string) => readFileSync(blobPath(join(baseLayout, 'blobs'), digest));
+  const index = JSON.parse(readFileSync(join(baseLayout, 'index.json'), 'utf8')) as { manifests: Descriptor[] };
+  const images = index.manifests.filter((d) => d.mediaType === MEDIA_TYPE.manifest && !d.artifactType);
+  if (images.length !== 1)
+    throw new Error(`${baseLayout}: expected one image manifest in index.json, found ${images.length}`);
+  const base = JSON.parse(read(images[0]!.digest).toString()) as {
+    config: Descriptor;
+    layers: Descriptor[];
+    annotations?: Record<string, string>;
+  };
+  for (const l of base.layers) putBlob(blobDir, read(l.digest));
+  const config = JSON.parse(read(base.config.digest).toString()) as {
+    rootfs: { diff_ids: string[] };
+    history?: { created_by: string }[];
+  };
+  const configBlob = putBlob(
+    blobDir,
+    json({
+      ...config,
+      rootfs: { ...config.rootfs, diff_ids: [...config.rootfs.diff_ids, layer.diffId] },
+      history: [...(config.history ?? []), { created_by: layer.createdBy }],
+    }),
+  );
+  const manifest = {
+    ...base,
+    config: { mediaType: MEDIA_TYPE.config, ...configBlob },
+    layers: [...base.layers, { mediaType: MEDIA_TYPE.layer, digest: layer.digest, size: layer.size }],
+  };
+  const d: Descriptor = { mediaType: MEDIA_TYPE.manifest, ...putBlob(blobDir, json(manifest)) };
+  writeLayout(
+    out.dir,
+    blobDir,
+    [{ ...d, annotations: { 'org.opencontainers.image.ref.name': out.tag } }],
+    manifestBlobs(blobDir, d),
+  );
+  return d;
+}

@@ -22,6 +22,11 @@ export interface AcquireLockOptions {
   readonly now: () => Date;
   /** Whether a process of this host is alive, to take over a lock whose holder was killed. */
   readonly isPidAlive: (pid: number) => boolean;
+  /**
+   * Whether a holder on another host is known to be gone (a fleet shard's pod that has terminated): a pid says
+   * nothing across hosts, and a replacement pod has a new name. Without it, only expiry frees another host's lock.
+   */
+  readonly isHolderGone?: (holder: LockHolder) => Promise<boolean>;
 }
 
 /** A held lock. */
@@ -29,7 +34,7 @@ export interface HandoffLock {
   readonly namespace: string;
   readonly name: string;
   readonly holder: LockHolder;
-  /** True when a stale lease (expired, or held by a dead process on this host) was taken over. */
+  /** True when a stale lease (expired, held by a dead process on this host, or by a holder known gone) was taken over. */
   readonly tookOverFrom: LockHolder | undefined;
 }
 
@@ -65,7 +70,7 @@ export async function acquireHandoffLock(clients: KubeClients, options: AcquireL
     clients.coordination.readNamespacedLease({ namespace, name }),
   );
   const holder = parseHolder(existing);
-  if (!isStale(existing, holder, options)) throw lockedError(namespace, name, holder, existing);
+  if (!(await isStale(existing, holder, options))) throw lockedError(namespace, name, holder, existing);
   try {
     await clients.coordination.replaceNamespacedLease({
       namespace,
@@ -145,11 +150,13 @@ function parseHolder(l: V1Lease): LockHolder | undefined {
   }
 }
 
-function isStale(l: V1Lease, holder: LockHolder | undefined, options: AcquireLockOptions): boolean {
+async function isStale(l: V1Lease, holder: LockHolder | undefined, options: AcquireLockOptions): Promise<boolean> {
   const renew = l.spec?.renewTime ? new Date(l.spec.renewTime).getTime() : 0;
   const expires = renew + (l.spec?.leaseDurationSeconds ?? 0) * 1000;
   if (expires < options.now().getTime()) return true;
-  return holder !== undefined && holder.host === options.holder.host && !options.isPidAlive(holder.pid);
+  if (!holder) return false;
+  if (holder.host === options.holder.host) return !options.isPidAlive(holder.pid);
+  return (await options.isHolderGone?.(holder)) ?? false;
 }
 
 function lockedError(

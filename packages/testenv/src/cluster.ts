@@ -38,6 +38,7 @@ import { cacheRoot } from './paths.js';
 import { type CertKeyPair, type ClusterPki, createClusterPki } from './pki.js';
 import { pollUntil } from './poll.js';
 import { freePorts } from './ports.js';
+import { pushToRegistry } from './registry.js';
 
 /** Options of {@link startCluster}. */
 export interface StartClusterOptions {
@@ -51,6 +52,13 @@ export interface StartClusterOptions {
    * nodes and no Pod ever running. @default 'kwok'
    */
   readonly node?: 'kwok' | 'real';
+  /**
+   * Runs this cluster (kwok nodes only) inside the network namespace of `bed`, a running cluster with a real node,
+   * bound to its node address: `bed`'s Pods reach this apiserver as they reach their own, and the host reaches it
+   * through `bed`'s veth. What a fleet's management cluster needs of its targets, whose shard Pods hand them off
+   * (beds have no route to each other). Stop it before `bed`.
+   */
+  readonly inBedOf?: Cluster;
   /** Write the apiserver audit log (Metadata level for every request). @default true */
   readonly auditLog?: boolean;
   /** Keep the data directory after stop (for inspection). @default false */
@@ -101,6 +109,35 @@ export interface Cluster {
   readonly realNode: RealNodeInfo | null;
 }
 
+/** Where a cluster's real node is, as plain data: what a detached host reports, from which {@link realNodeInfo} works. */
+export interface RealNodeCoordinates {
+  readonly nodeName: string;
+  readonly nodeIp: string;
+  readonly netns: string;
+  readonly registryHost: string;
+  readonly readySeconds: number;
+  /** containerd's state under the node's directory (for a container's host pid). */
+  readonly runDir: string;
+}
+
+/**
+ * A real node's handle from its coordinates, in any process of this machine (root): commands enter its namespace
+ * by path, images go to its registry over HTTP, container pids come from containerd's state files.
+ */
+export function realNodeInfo(c: RealNodeCoordinates): RealNodeInfo {
+  return {
+    nodeName: c.nodeName,
+    nodeIp: c.nodeIp,
+    netns: c.netns,
+    registryHost: c.registryHost,
+    readySeconds: c.readySeconds,
+    coordinates: c,
+    wrap: (command, args) => ({ command: 'nsenter', args: [`--net=/run/netns/${c.netns}`, '--', command, ...args] }),
+    containerPid: (id) => containerPid(c.runDir, id),
+    pushImage: (layoutDir, repository, ref) => pushToRegistry(c.registryHost, layoutDir, repository, ref),
+  };
+}
+
 /** A cluster's real node, as its users see it. */
 export interface RealNodeInfo {
   readonly nodeName: string;
@@ -112,6 +149,8 @@ export interface RealNodeInfo {
   readonly registryHost: string;
   /** kubelet start to node Ready, seconds. */
   readonly readySeconds: number;
+  /** The same, as data (a detached host reports them). */
+  readonly coordinates: RealNodeCoordinates;
   /** The command line that runs `command` inside the bed's namespace. */
   wrap(command: string, args: readonly string[]): { command: string; args: string[] };
   /** The host pid of a running container's first process (`containerd://<id>` from a Pod's status, or the id). */
@@ -190,21 +229,25 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     options.node === 'real'
       ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: bin.kubernetesVersion })
       : null;
+  const guestOf = guestNetwork(options);
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
   const net = nodeBin ? await createBedNetwork(name) : null;
+  const netOfComponents = net ?? guestOf;
   let layout: ClusterLayout;
   let pki: ClusterPki;
   try {
-    pki = await createClusterPki(net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : {});
-    layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, net);
+    pki = await createClusterPki(
+      net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : { ...(guestOf && { nodeIp: guestOf.nodeIp }) },
+    );
+    layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, netOfComponents, !!net);
   } catch (err) {
     if (net) await removeBedNetwork(net.name, net.hostLink);
     throw err;
   }
 
   const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
-  const components = new ClusterComponents(layout, net, {
+  const components = new ClusterComponents(layout, netOfComponents, {
     name,
     server: layout.server,
     kubeconfigPath: layout.kubeconfigs.admin,
@@ -260,6 +303,19 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     await cluster.stop().catch(() => {});
     throw err;
   }
+}
+
+/** The namespace a guest cluster (`inBedOf`) runs in. @throws ConfigError when the bed has no real node. */
+function guestNetwork(options: StartClusterOptions): ComponentNetwork | null {
+  const bed = options.inBedOf;
+  if (!bed) return null;
+  if (options.node === 'real')
+    throw new ConfigError(`inBedOf: ${bed.name} holds one real node already; start this cluster with node: 'kwok'`);
+  if (!bed.realNode)
+    throw new ConfigError(
+      `inBedOf: ${bed.name} has no real node, hence no network namespace to run in; start it with node: 'real'`,
+    );
+  return { nodeIp: bed.realNode.nodeIp, wrap: bed.realNode.wrap };
 }
 
 /** @throws ConfigError for a name or node count out of range. */
@@ -321,7 +377,8 @@ async function prepareClusterDir(
   name: string,
   pki: ClusterPki,
   auditLog: boolean,
-  net: BedNetwork | null,
+  net: ComponentNetwork | null,
+  realNode: boolean,
 ): Promise<ClusterLayout> {
   const pkiDir = join(dir, 'pki');
   const logDir = join(dir, 'logs');
@@ -337,7 +394,7 @@ async function prepareClusterDir(
     logDir,
     ports,
     host,
-    realNode: net !== null,
+    realNode,
     server: `https://${host}:${ports.apiserver}`,
     kubeconfigs: {
       admin: join(dir, 'kubeconfig'),
@@ -403,6 +460,9 @@ const COMPONENTS = [
 ] as const;
 type Component = (typeof COMPONENTS)[number];
 
+/** Where a cluster's components run when not on loopback: a bed's namespace, bound to its node address. */
+type ComponentNetwork = Pick<BedNetwork, 'nodeIp' | 'wrap'>;
+
 /** The component processes of one cluster; state.json follows them as each starts. */
 class ClusterComponents {
   private readonly procs = new Map<string, ManagedProcess>();
@@ -412,7 +472,7 @@ class ClusterComponents {
 
   constructor(
     private readonly layout: ClusterLayout,
-    private readonly net: BedNetwork | null,
+    private readonly net: ComponentNetwork | null,
     private readonly record: Omit<ClusterState, 'pids'>,
   ) {}
 
@@ -505,16 +565,14 @@ function clusterHandle(
     get realNode(): RealNodeInfo | null {
       const started = node?.started;
       if (!node || !started) return null;
-      return {
+      return realNodeInfo({
         nodeName: started.nodeName,
         nodeIp: node.net.nodeIp,
         netns: node.net.name,
         registryHost: started.registry.host,
         readySeconds: started.readySeconds,
-        wrap: node.net.wrap,
-        containerPid: (id) => containerPid(started.runDir, id),
-        pushImage: (layoutDir, repository, ref) => started.registry.push(layoutDir, repository, ref),
-      };
+        runDir: started.runDir,
+      });
     },
     stop: async () => {
       running.delete(cluster);

@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
+import { DEFAULT_CACHE_DIR, extendImage, filesLayer, type TarEntry, treeEntries } from '@baton/image';
 import { withFileLock } from './file-lock.js';
 import { cacheRoot } from './paths.js';
 import { type LocalRegistry, startRegistry } from './registry.js';
@@ -99,19 +101,75 @@ export const CLI_IMAGE = 'ghcr.io/baton-dev/baton';
 /** Where the test bed writes its layout. */
 export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
 
+let cliBuilt: Promise<string> | undefined;
+
 /**
- * Builds the baton CLI image from these sources (packages/cli/image/build.ts; layers cached, the bundle new), one
- * build at a time on the machine, and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).
+ * Builds the baton CLI image from these sources into {@link CLI_IMAGE_LAYOUT} (packages/cli/image/build.ts; layers
+ * cached, the bundle new), once per process and one build at a time on the machine, and returns its digest.
+ * @throws ProcessError when the build fails.
+ */
+export function buildCliImage(): Promise<string> {
+  cliBuilt ??= runImageBuild('building the baton CLI image', [
+    'packages/cli/image/build.ts',
+    '--out',
+    CLI_IMAGE_LAYOUT,
+  ]).catch((err) => {
+    cliBuilt = undefined;
+    throw err;
+  });
+  return cliBuilt;
+}
+
+/**
+ * Builds the baton CLI image and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).
  * @returns the reference a pod names: `ghcr.io/baton-dev/baton@<digest>`.
  * @throws ProcessError when the build fails.
  */
 export async function pushCliImage(
   push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
 ): Promise<string> {
-  await runImageBuild('building the baton CLI image', ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT]);
+  await buildCliImage();
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/cli/package.json'), 'utf8')) as {
     version: string;
   };
   const digest = await push(CLI_IMAGE_LAYOUT, CLI_IMAGE.slice('ghcr.io/'.length), version);
   return `${CLI_IMAGE}@${digest}`;
+}
+
+/** The repository of {@link pushShardImage}'s images. */
+export const SHARD_IMAGE = 'ghcr.io/baton-dev/baton-shard';
+
+/**
+ * What a fleet's Indexed Job shards run when their plan has files: the baton CLI image, checked against the
+ * reference the Job engine pins (`pinned`), with `paths` (files or folders) added at their absolute paths, readable
+ * by the image's user. ADR 0008: a shard reads its plan's files (manifests, credential files) where the
+ * orchestrator rendered them; this is the `FROM <pinned> + COPY` an operator builds. Pushed with `push`.
+ * @returns `ghcr.io/baton-dev/baton-shard@<digest>`.
+ * @throws ConfigError when these sources build another CLI image than `pinned`: `pnpm image:build --pin`.
+ */
+export async function pushShardImage(
+  push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
+  pinned: string,
+  paths: readonly string[],
+): Promise<string> {
+  const digest = await buildCliImage();
+  if (pinned !== `${CLI_IMAGE}@${digest}`)
+    throw new ConfigError(
+      `the fleet's Job engine pins ${pinned}, but these sources build ${CLI_IMAGE}@${digest}; run \`pnpm image:build --pin\` and commit packages/fleet/job-image.json`,
+    );
+  const entries = paths.flatMap((p): TarEntry[] => {
+    const rel = p.replace(/^\/+/, '');
+    if (!statSync(p).isDirectory()) return [{ type: 'file', path: rel, mode: 0o644, data: readFileSync(p) }];
+    return treeEntries(p, `${rel}/`).map((e) =>
+      e.type === 'file' ? { ...e, mode: 0o644 } : e.type === 'dir' ? { ...e, mode: 0o755 } : e,
+    );
+  });
+  const layer = filesLayer({ cacheDir: DEFAULT_CACHE_DIR }, `plan files: ${paths.join(' ')}`, entries);
+  const out = mkdtempSync(join(tmpdir(), 'baton-shard-image-'));
+  try {
+    extendImage(CLI_IMAGE_LAYOUT, join(DEFAULT_CACHE_DIR, 'blobs'), layer, { dir: join(out, 'layout'), tag: 'fleet' });
+    return `${SHARD_IMAGE}@${await push(join(out, 'layout'), SHARD_IMAGE.slice('ghcr.io/'.length), 'fleet')}`;
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
 }

@@ -7,7 +7,7 @@ export type { BedImage } from './argocd/argocd-images.js';
 export { ARGOCD_IMAGES, buildArgoCdImages } from './argocd/argocd-images.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
-export type { Cluster, ClusterState, RealNodeInfo, StartClusterOptions } from './cluster.js';
+export type { Cluster, ClusterState, RealNodeCoordinates, RealNodeInfo, StartClusterOptions } from './cluster.js';
 export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
 export {
@@ -18,6 +18,7 @@ export {
   resolveKubernetesVersion,
 } from './control-plane-binaries.js';
 export {
+  buildCliImage,
   buildControllerImage,
   CLI_IMAGE,
   CLI_IMAGE_LAYOUT,
@@ -25,6 +26,8 @@ export {
   CONTROLLER_IMAGE_LAYOUT,
   pushCliImage,
   pushControllerImage,
+  pushShardImage,
+  SHARD_IMAGE,
   startControllerImageRegistry,
 } from './controller-image.js';
 export type { DetachedBed, DetachedCluster } from './detached.js';
@@ -32,6 +35,7 @@ export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
+export { pushFluxImages } from './flux/flux-images.js';
 export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
 export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
 export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';

@@ -102,6 +102,11 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
   };
 }
 
+/** Pushes the image `ref` of an OCI layout to the registry at `host` (`ip:port`) as `repository`; returns its digest. */
+export function pushToRegistry(host: string, layoutDir: string, repository: string, ref: string): Promise<string> {
+  return pushLayout(`http://${host}/v2`, layoutDir, repository, ref);
+}
+
 async function pushLayout(base: string, layoutDir: string, repository: string, ref: string): Promise<string> {
   const index = JSON.parse(await readFile(join(layoutDir, 'index.json'), 'utf8')) as {
     manifests: { digest: string; mediaType: string; annotations?: Record<string, string> }[];

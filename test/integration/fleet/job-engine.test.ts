@@ -1,35 +1,33 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
-import { buildWaveJob, journalName, parseIndexes } from '@baton/fleet';
+import type { HandoffPlan } from '@baton/core';
+import { buildWaveJob, defaultShardImage, journalName, parseIndexes } from '@baton/fleet';
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
-import { type Cluster, POD_RUNNER_JOB_LABEL, type PodRunner, startCluster, startPodRunner } from '@baton/testenv';
+import { type Cluster, pushShardImage, startCluster } from '@baton/testenv';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Controllers, fleetUp, resetCluster, startClusters, writeFleetFile } from '../../support/fleet-env.js';
+import { Controllers, fleetUp, resetCluster, writeFleetFile } from '../../support/fleet-env.js';
 import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { eventually } from '../../support/kube.js';
 
-// The Job engine against a real management cluster: its kube-controller-manager runs the real Job controller, the
-// pod runner (Job mode) runs each shard pod as a local process and reports its real exit code, and 3 real targets.
+// The Job engine against a management cluster with a real node: its kube-controller-manager runs the real Job
+// controller, and kubelet and containerd run each shard pod from the baton CLI image the Job engine pins, with the
+// plan's files added (ADR 0008: the shard reads them where the orchestrator rendered them). The 3 targets are kwok
+// clusters inside the management bed's network namespace, so that the shard pods reach their apiservers (beds have
+// no route to each other); their pull side is the test controller, on the host.
 
 const CASE_MS = 1_200_000;
 const NS = 'baton-fleet';
 const SA = 'baton-fleet-shard';
-const IMAGE = 'ghcr.io/baton-dev/baton:fleet-test';
-const TSX = ['--conditions=@baton/source', '--import', 'tsx'];
-const HELD_SHARD = fileURLToPath(new URL('../../support/held-shard.ts', import.meta.url));
-const NOOP_SHARD = fileURLToPath(new URL('../../support/noop-shard.mjs', import.meta.url));
 
 let management: Cluster;
-let targets: Cluster[] = [];
+const targets: Cluster[] = [];
 let env: HandoffEnv;
 let controllers: Controllers;
 let mgmt: KubeClients;
 let batch: BatchV1Api;
-let shards: PodRunner;
-let holdFile: string;
+let image: string;
 
 async function setUpManagement(k: KubeClients) {
   await k.core.createNamespace({ body: { metadata: { name: NS } } });
@@ -38,9 +36,12 @@ async function setUpManagement(k: KubeClients) {
     namespace: NS,
     body: {
       metadata: { name: SA },
+      // The README's shard role: its wave's targets and its journal, the targets' kubeconfig Secrets, and its Job's
+      // pods (a replacement pod takes a target's handoff lock over from a terminated one).
       rules: [
         { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       ],
     },
   });
@@ -52,6 +53,16 @@ async function setUpManagement(k: KubeClients) {
       subjects: [{ kind: 'ServiceAccount', name: SA, namespace: NS }],
     },
   });
+}
+
+/** The files a rendered plan reads (absolute paths), which the shard's image must carry. */
+function planFiles(plan: HandoffPlan): string[] {
+  return [
+    plan.push.manifests,
+    ...plan.push.secrets.map((s) => s.fromFile),
+    ...(plan.pull.credential.fromFile ? [plan.pull.credential.fromFile] : []),
+    ...(plan.takeover.profile ? [plan.takeover.profile] : []),
+  ];
 }
 
 function fleetFile(
@@ -72,7 +83,7 @@ function fleetFile(
         secretRef: { name: `${c.name}-kubeconfig`, namespace: NS },
         ...(o.overrides?.[c.name] ? { overrides: o.overrides[c.name] } : {}),
       })),
-      job: { image: IMAGE, namespace: NS, serviceAccountName: SA, podLabels: { [POD_RUNNER_JOB_LABEL]: 'job' } },
+      job: { image, namespace: NS, serviceAccountName: SA },
     },
   });
   return path;
@@ -82,8 +93,9 @@ const jobsOf = async (fleetRunId: string) =>
   (await batch.listNamespacedJob({ namespace: NS, labelSelector: `baton.dev/fleet-run=${fleetRunId}` })).items;
 
 beforeAll(async () => {
-  management = await startCluster({ name: `fleet-mgmt-${process.pid}`, nodes: 1 });
-  targets = await startClusters(3, `fleet-target-${process.pid}`);
+  management = await startCluster({ name: `fleet-mgmt-${process.pid}`, node: 'real' });
+  for (let i = 0; i < 3; i++)
+    targets.push(await startCluster({ name: `fleet-target-${process.pid}-${i}`, nodes: 1, inBedOf: management }));
   mgmt = clientsFromKubeconfigFile(management.kubeconfigPath);
   batch = mgmt.kc.makeApiClient(BatchV1Api);
   await setUpManagement(mgmt);
@@ -101,29 +113,24 @@ beforeAll(async () => {
   });
   controllers = new Controllers(env, targets);
   for (const t of targets) controllers.start(t.name);
-  holdFile = join(env.dir, 'hold.json');
-  shards = await startPodRunner({
-    kubeconfigPath: management.kubeconfigPath,
-    imagePrefix: IMAGE,
-    mode: 'job',
-    command: [process.execPath, ...TSX, HELD_SHARD, holdFile],
-  });
-});
+  image = await pushShardImage(management.realNode!.pushImage, defaultShardImage(), planFiles(env.loaded.plan));
+}, 900_000);
 
 afterAll(async () => {
-  await shards?.stop();
   await controllers?.stopAll();
   await env?.stop();
-  await Promise.all([management, ...targets].filter(Boolean).map((c) => c.stop()));
+  // The targets run in the management bed's namespace: they stop first.
+  await Promise.all(targets.map((c) => c.stop()));
+  await management?.stop();
 });
 
 describe('baton fleet up --engine job', () => {
   it(
-    'hands off every target through Indexed Jobs; a shard killed at push is retried and resumes',
+    'hands off every target through Indexed Jobs; a shard pod killed mid-handoff is retried and resumes',
     async () => {
       const killed = targets[2]!;
-      const marker = join(env.dir, 'held.pid');
-      writeFileSync(holdFile, JSON.stringify({ cluster: killed.name, step: 'push', marker }));
+      // Its controller waits: the shard stays in the takeover wait, credential live and lock held, until killed.
+      await controllers.stop(killed.name);
       const run = fleetUp([
         '-f',
         fleetFile('job', targets, { budget: 0, retries: 1 }),
@@ -132,13 +139,47 @@ describe('baton fleet up --engine job', () => {
         '--management-kubeconfig',
         management.kubeconfigPath,
       ]);
+      // Awaited below; a failure before that must not surface as an unhandled rejection.
+      run.catch(() => {});
+      const target = clientsFromKubeconfigFile(killed.kubeconfigPath);
+      let holder = '';
       await eventually(
-        async () => existsSync(marker) && readFileSync(marker, 'utf8') !== '',
+        async () => {
+          const cm = await mgmt.core
+            .readNamespacedConfigMap({ namespace: NS, name: journalName(killed.name) })
+            .catch(() => undefined);
+          if (!cm?.data?.journal?.includes('"step":"takeover"')) return false;
+          const lease = await target.coordination.readNamespacedLease({
+            namespace: 'baton-system',
+            name: 'baton-handoff',
+          });
+          holder = (JSON.parse(lease.spec?.holderIdentity ?? '{}') as { host?: string }).host ?? '';
+          return holder !== '';
+        },
         300_000,
-        'a shard held at push',
+        `the shard of ${killed.name} waiting for the takeover`,
         200,
       );
-      process.kill(Number(readFileSync(marker, 'utf8')), 'SIGKILL');
+      // The lock's holder is the shard's pod (its hostname): kill -9 its process, as a node failure or an OOM would.
+      const pod = await mgmt.core.readNamespacedPod({ namespace: NS, name: holder });
+      const containerId = pod.status?.containerStatuses?.[0]?.containerID ?? '';
+      process.kill(management.realNode!.containerPid(containerId), 'SIGKILL');
+      // The replacement pod takes the lock over from the terminated one, cleans the killed run up, and hands off anew:
+      // its controller starts once that second run waits for the takeover too.
+      await eventually(
+        async () => {
+          const cm = await mgmt.core.readNamespacedConfigMap({ namespace: NS, name: journalName(killed.name) });
+          const entries = (cm.data?.journal ?? '')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { runId: string; step: string });
+          return new Set(entries.filter((e) => e.step === 'takeover').map((e) => e.runId)).size >= 2;
+        },
+        300_000,
+        `the replacement shard of ${killed.name} waiting for the takeover`,
+        200,
+      );
+      controllers.start(killed.name);
       const r = await run;
       expect(r.code, r.stderr.slice(-3000)).toBe(0);
       expect(r.result.waves.map((w) => w.clusters.map((c) => [c.name, c.status]))).toEqual([
@@ -161,6 +202,8 @@ describe('baton fleet up --engine job', () => {
       });
       const codes = pods.items.map((p) => p.status?.containerStatuses?.[0]?.state?.terminated?.exitCode);
       expect(codes.filter((c) => c === 137)).toHaveLength(1);
+      // Every shard ran the image named in the fleet file, by its digest.
+      for (const p of pods.items) expect(p.status?.containerStatuses?.[0]?.imageID).toContain(image.split('@')[1]);
 
       // The replacement resumed from the journal on the management cluster: the killed run is recorded (aborted, with its
       // credential), then the new one handed off; all through the orchestrator into one log that verifies.
@@ -168,12 +211,12 @@ describe('baton fleet up --engine job', () => {
       for await (const e of readEntries(env.auditLogPath)) records.push(e.statement.predicate);
       const mine = records.filter((x) => x.cluster.name === killed.name);
       expect(mine.map((x) => [x.outcome, x.failedStep])).toEqual([
-        ['aborted', 'push'],
+        ['aborted', 'takeover'],
         ['handed-off', undefined],
       ]);
       expect(mine[0]!.credential?.fingerprint).not.toBe(mine[1]!.credential?.fingerprint);
       const cm = await mgmt.core.readNamespacedConfigMap({ namespace: NS, name: journalName(killed.name) });
-      expect(cm.data?.journal).toContain('"step":"push"');
+      expect(cm.data?.journal).toContain('"step":"takeover"');
       const v = await verifyLog(env.auditLogPath, await loadTrustedKeys(env.keysPath));
       expect(v.failures).toEqual([]);
     },
@@ -211,17 +254,18 @@ describe('baton fleet up --engine job', () => {
   it(
     'a no-op shard over 1,000 indexes: the real Job controller honours parallelism and maxFailedIndexes',
     async () => {
-      const log = join(env.dir, 'noop.log');
+      // Each pod (Node.js from the shard image) appends "index start end" (ms) to a file on a hostPath volume, sleeps
+      // 300 ms, and fails for six chosen indexes.
+      const dir = join(env.dir, 'noop');
+      mkdirSync(dir);
+      chmodSync(dir, 0o777);
+      const log = join(dir, 'runs.log');
       writeFileSync(log, '');
-      const noop = await startPodRunner({
-        kubeconfigPath: management.kubeconfigPath,
-        imagePrefix: 'example.invalid/noop',
-        mode: 'job',
-        command: [process.execPath, NOOP_SHARD, log, [3, 5, 7, 11, 13, 17].map((i) => i + 100).join(',')],
-        pollMs: 200,
-      });
-      const job = (name: string, budgetLeft: number): V1Job => ({
-        ...buildWaveJob({
+      chmodSync(log, 0o666);
+      const failing = [3, 5, 7, 11, 13, 17].map((i) => i + 30);
+      const script = `const i=+process.env.JOB_COMPLETION_INDEX,a=Date.now();setTimeout(()=>{require('fs').appendFileSync('/runs/runs.log',i+' '+a+' '+Date.now()+'\\n');process.exit(${JSON.stringify(failing)}.includes(i)?1:0)},300)`;
+      const job = (name: string, budgetLeft: number): V1Job => {
+        const j = buildWaveJob({
           name,
           namespace: NS,
           fleetRunId: name,
@@ -230,12 +274,19 @@ describe('baton fleet up --engine job', () => {
           parallelism: 25,
           retries: 0,
           budgetLeft,
-          image: 'example.invalid/noop:1',
+          image,
           serviceAccountName: SA,
           args: [],
-          podLabels: { [POD_RUNNER_JOB_LABEL]: 'job' },
-        }),
-      });
+        });
+        const spec = j.spec!.template.spec!;
+        spec.volumes = [{ name: 'runs', hostPath: { path: dir, type: 'Directory' } }];
+        spec.containers[0] = {
+          ...spec.containers[0]!,
+          command: ['/usr/local/bin/node', '-e', script],
+          volumeMounts: [{ name: 'runs', mountPath: '/runs' }],
+        };
+        return j;
+      };
       const finished = (name: string) =>
         eventually(
           async () => {
@@ -276,13 +327,13 @@ describe('baton fleet up --engine job', () => {
         }
         expect(peak).toBeLessThanOrEqual(25);
         expect(peak).toBeGreaterThan(1);
-        const ranBefore100 = runs.filter((r) => r[0] < 100).length;
-        expect(ranBefore100).toBe(100);
+        const ranBefore30 = runs.filter((r) => r[0] < 30).length;
+        expect(ranBefore30).toBe(30);
         process.stderr.write(
           `[job-engine] no-op Job: ${runs.length} indexes ran in ${seconds.toFixed(0)} s, peak ${peak} at once (parallelism 25), failed indexes ${status.failedIndexes}, ${status.conditions?.find((c) => c.type === 'Failed')?.reason}\n`,
         );
       } finally {
-        await noop.stop();
+        await batch.deleteNamespacedJob({ namespace: NS, name: 'noop-budget', propagationPolicy: 'Background' });
       }
     },
     CASE_MS,

@@ -3,7 +3,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet } from '@baton/core';
-import { computeBootstrapRules, findBootstrapLeftovers, mintBootstrapIdentity, probeToken } from '@baton/kube';
+import {
+  acquireHandoffLock,
+  computeBootstrapRules,
+  findBootstrapLeftovers,
+  LockHeldError,
+  type LockHolder,
+  mintBootstrapIdentity,
+  probeToken,
+} from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestController } from '../../support/gitops-controller.js';
@@ -113,5 +121,45 @@ describe('a run killed with kill -9', () => {
     expect(await confinementsLeft(admin)).toEqual([]);
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
+  });
+});
+
+describe('the handoff lock held by another host', () => {
+  // A fleet shard's replacement pod has a new hostname, and pid 1 in one pod says nothing about pid 1 in another:
+  // only a holder known gone (its pod terminated) or expiry frees the lock.
+  const NS = 'lock-hosts';
+  const holder = (host: string, runId: string) => ({ runId, user: 'test', host, pid: 1 });
+  const acquire = (host: string, runId: string, isHolderGone?: (h: LockHolder) => Promise<boolean>) =>
+    acquireHandoffLock(adminClients(cluster.kubeconfigPath), {
+      namespace: NS,
+      holder: holder(host, runId),
+      durationSeconds: 600,
+      now: () => new Date(),
+      isPidAlive: () => true,
+      ...(isHolderGone ? { isHolderGone } : {}),
+    });
+
+  it('is refused while that holder may live, and taken over once it is known gone', async () => {
+    await adminClients(cluster.kubeconfigPath).core.createNamespace({ body: { metadata: { name: NS } } });
+    await acquire('shard-pod-a', 'run-a');
+    const asked: string[] = [];
+    await expect(acquire('shard-pod-b', 'run-b')).rejects.toBeInstanceOf(LockHeldError);
+    await expect(
+      acquire('shard-pod-b', 'run-b', async (h) => {
+        asked.push(h.host);
+        return false;
+      }),
+    ).rejects.toThrow(/run-a by test on shard-pod-a/);
+    const lock = await acquire('shard-pod-b', 'run-b', async (h) => {
+      asked.push(h.host);
+      return true;
+    });
+    expect(asked).toEqual(['shard-pod-a', 'shard-pod-a']);
+    expect(lock.tookOverFrom?.runId).toBe('run-a');
+    const lease = await adminClients(cluster.kubeconfigPath).coordination.readNamespacedLease({
+      namespace: NS,
+      name: 'baton-handoff',
+    });
+    expect(JSON.parse(lease.spec?.holderIdentity ?? '{}')).toMatchObject({ runId: 'run-b', host: 'shard-pod-b' });
   });
 });

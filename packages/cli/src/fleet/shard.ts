@@ -40,7 +40,8 @@ export function fleetShardCommand() {
         deps: {
           actor: {
             user: `${user} (pod ${process.env.POD_NAME ?? hostname()})`,
-            host: hostname(),
+            // The pod's name (the Job sets POD_NAME): its hostname is the same for every pod of an index.
+            host: process.env.POD_NAME ?? hostname(),
             pid: process.pid,
             via: 'fleet',
           },

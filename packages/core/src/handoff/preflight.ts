@@ -159,6 +159,7 @@ export async function holdLock(run: HandoffRun): Promise<HeldLock> {
     durationSeconds: lockSeconds,
     now: () => clock.now(),
     isPidAlive: run.deps.isPidAlive,
+    ...(run.deps.isLockHolderGone ? { isHolderGone: run.deps.isLockHolderGone } : {}),
   });
   run.lock = lock;
   if (lock.tookOverFrom) run.log.warn({ staleHolder: lock.tookOverFrom }, 'took over a stale handoff lock');

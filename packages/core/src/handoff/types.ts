@@ -1,6 +1,6 @@
 import type { HandoffOutcome } from '@baton/audit';
 import type { ErrorCode } from '@baton/errors';
-import type { KubeClients, RbacRule } from '@baton/kube';
+import type { KubeClients, LockHolder, RbacRule } from '@baton/kube';
 import type { Logger } from 'pino';
 import type { AuditAppendResult, AuditSink } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
@@ -29,6 +29,8 @@ export interface HandoffDeps {
   readonly newRunId: () => string;
   /** Whether a process of this host is alive (to take over a lock whose holder was killed). */
   readonly isPidAlive: (pid: number) => boolean;
+  /** Whether a lock holder on another host is known to be gone (a fleet shard's terminated pod); see @baton/kube. */
+  readonly isLockHolderGone?: (holder: LockHolder) => Promise<boolean>;
   /** Resolves a Git ref to a commit when the plan does not pin one. */
   readonly resolveRevision: (source: { url: string; ref: string }) => Promise<string>;
   /** SIGINT/SIGTERM from the entry point: aborts the run, which still revokes, proves and records. */

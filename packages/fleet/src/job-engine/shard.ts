@@ -17,7 +17,7 @@ import { type KubeClients, kubeCall } from '@baton/kube';
 import { targetClients } from '../local-engine.js';
 import type { ShardTarget } from './run-jobs.js';
 import { mergeJournal, TargetJournal } from './target-journal.js';
-import { SHARD_CONFIG_ERROR_EXIT } from './wave-job.js';
+import { FLEET_RUN_LABEL, SHARD_CONFIG_ERROR_EXIT } from './wave-job.js';
 
 /** Options of {@link runShard}. */
 export interface ShardOptions {
@@ -78,6 +78,7 @@ export async function runShard(o: ShardOptions): Promise<number> {
     try {
       summary = await runHandoff(loaded, {
         ...o.deps,
+        isLockHolderGone: (holder) => shardPodGone(o.management, o.namespace, holder.host),
         operator,
         clock: o.clock,
         log: o.log,
@@ -106,6 +107,22 @@ export async function runShard(o: ShardOptions): Promise<number> {
     return err instanceof ConfigError ? SHARD_CONFIG_ERROR_EXIT : 1;
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Whether a lock holder (`host`: its pod's name, POD_NAME) is a shard pod of this namespace that has terminated: a
+ * pod the Job replaced (killed, evicted, its node lost) cannot release the target's lock, and its replacement has a
+ * new name, so the pid check that frees a lock on one host cannot apply. Anything else (another host, a pod still running, a pod already
+ * deleted) is not known gone: the lock then waits for its expiry.
+ */
+export async function shardPodGone(management: KubeClients, namespace: string, host: string): Promise<boolean> {
+  try {
+    const pod = await management.core.readNamespacedPod({ namespace, name: host });
+    const phase = pod.status?.phase;
+    return pod.metadata?.labels?.[FLEET_RUN_LABEL] !== undefined && (phase === 'Failed' || phase === 'Succeeded');
+  } catch {
+    return false;
   }
 }
 

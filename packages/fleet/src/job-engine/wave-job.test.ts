@@ -33,6 +33,10 @@ describe('wave Job', () => {
     });
     expect(job.spec?.template.spec).toMatchObject({ restartPolicy: 'Never', serviceAccountName: 'baton-fleet-shard' });
     expect(job.spec?.template.spec?.containers[0]?.args).toEqual(base.args);
+    // The shard names itself by its pod in the target's lock (the hostname is shared by the pods of an index).
+    expect(job.spec?.template.spec?.containers[0]?.env).toEqual([
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ]);
   });
 
   it('caps parallelism and maxFailedIndexes at the wave size (the API refuses more)', () => {

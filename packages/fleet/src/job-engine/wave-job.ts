@@ -61,7 +61,16 @@ export function buildWaveJob(o: WaveJobOptions): V1Job {
         spec: {
           restartPolicy: 'Never',
           serviceAccountName: o.serviceAccountName,
-          containers: [{ name: SHARD_CONTAINER, image: o.image, args: [...o.args] }],
+          containers: [
+            {
+              name: SHARD_CONTAINER,
+              image: o.image,
+              args: [...o.args],
+              // The shard's host in the target's handoff lock: an Indexed Job's pods share a hostname per index, and
+              // a replacement takes the lock over from a terminated pod only by its name.
+              env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+            },
+          ],
         },
       },
     },
