@@ -24,7 +24,6 @@ import { withFileLock } from './file-lock.js';
 import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
-import { writeKwokStages } from './kwok-stages.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
 import { type BedNetwork, createBedNetwork, removeBedNetwork } from './node/bed-network.js';
 import {
@@ -658,10 +657,7 @@ async function startApiserver(boot: Boot, timeoutMs: number): Promise<void> {
 
 /** kube-controller-manager, kube-scheduler and kwok (the kubelet of the fake nodes, when any), side by side. */
 async function startApiserverClients({ layout, bin, components }: Boot, fakeNodes: boolean): Promise<void> {
-  const startKwok = async () => {
-    const stagesPath = await writeKwokStages(bin.kwokStages, layout.dir);
-    await components.start('kwok', bin.kwok, kwokArgs(layout, stagesPath));
-  };
+  const startKwok = () => components.start('kwok', bin.kwok, kwokArgs(layout, bin.kwokStages));
   await Promise.all([
     components.start('kube-controller-manager', bin.kubeControllerManager, controllerManagerArgs(layout)),
     components.start('kube-scheduler', bin.kubeScheduler, schedulerArgs(layout)),

@@ -139,7 +139,7 @@ export function schedulerArgs({ pkiDir, ports, kubeconfigs, host }: ClusterLayou
   ];
 }
 
-/** `stagesPath`: the kwok stage configuration written by `writeKwokStages`. */
+/** `stagesPath`: kwok's stock stage configuration (extracted from its module zip at build time). */
 export function kwokArgs({ ports, kubeconfigs }: ClusterLayout, stagesPath: string): string[] {
   return [
     `--kubeconfig=${kubeconfigs.kwok}`,

@@ -63,7 +63,6 @@ export type { ImageConfig, PulledImage } from './image-pull.js';
 export { ImagePullError, parseDigestReference, pullImage } from './image-pull.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
-export { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
 export type { BedNetwork } from './node/bed-network.js';
 export { createBedNetwork, removeBedNetwork } from './node/bed-network.js';

@@ -1,12 +1,11 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessError } from '@baton/errors';
 import { parse } from 'yaml';
 import { imagePodCommand } from './image-pod.js';
 import { ImagePullError, type PulledImage, parseDigestReference, pullImage } from './image-pull.js';
 import { KubeHttp } from './kube-http.js';
-import { POD_RUNNER_JOB_LABEL } from './kwok-stages.js';
 import { ManagedProcess } from './managed-process.js';
 import { cacheRoot } from './paths.js';
 
@@ -32,17 +31,9 @@ export interface StartPodRunnerOptions {
   /** How often pods are listed. @default 500 */
   readonly pollMs?: number;
   /**
-   * `service`: restart a process that exits (restartPolicy Always). `job`: run each pod once, as a Job's pod: the
-   * container's env (values, and fieldRefs such as the Job controller's JOB_COMPLETION_INDEX) is passed on, the
-   * process gets only `--kubeconfig` after the container's args, and its real exit code (128 + signal when killed)
-   * is reported through `pods/status` (Succeeded or Failed) for the Job controller to count. Label the pods
-   * {@link POD_RUNNER_JOB_LABEL} so that kwok does not complete them itself. @default 'service'
-   */
-  readonly mode?: 'service' | 'job';
-  /**
    * What the process gets after its container's args and env, in place of what a kubelet gives a pod (the mounted
    * token, its ports, its volumes). Called at every start, so ports can be fresh.
-   * @default the baton controller's: `--kubeconfig`, `--identity`, `--port=0`, `--work-dir` (job mode: `--kubeconfig`)
+   * @default the baton controller's: `--kubeconfig`, `--identity`, `--port=0`, `--work-dir`
    */
   readonly localProcess?: (pod: LocalPod) => Promise<LocalPodProcess> | LocalPodProcess;
   /**
@@ -151,16 +142,12 @@ interface Entry {
   dir: string;
   nextStartMs: number;
   startedAt: string;
-  /** Job mode: the exit was reported through pods/status. */
-  reported?: boolean;
 }
 
 /** baton-controller's flags for its identity, ports and work directory. */
 const controllerProcess = (p: LocalPod): LocalPodProcess => ({
   args: [`--kubeconfig=${p.kubeconfigPath}`, `--identity=${p.name}`, '--port=0', `--work-dir=${p.workDir}`],
 });
-
-const jobProcess = (p: LocalPod): LocalPodProcess => ({ args: [`--kubeconfig=${p.kubeconfigPath}`] });
 
 /** An image's process shares the host's network: a fresh port for the controller's health, metrics and webhook. */
 const imageProcess = (): LocalPodProcess => ({ args: ['--port=0'] });
@@ -241,15 +228,11 @@ class LocalKubelet {
   private readonly pullFailed = new Set<string>();
   /** Pods (by uid) waiting in CreateContainerConfigError, with the message last reported: retried every tick. */
   private readonly configErrors = new Map<string, string>();
-  private readonly isJob: boolean;
-
   constructor(
     private readonly options: StartPodRunnerOptions,
     private readonly http: KubeHttp,
     private readonly site: KubeletSite,
-  ) {
-    this.isJob = options.mode === 'job';
-  }
+  ) {}
 
   pods(): RunningPod[] {
     return [...this.entries.values()].map((e) => ({
@@ -297,11 +280,6 @@ class LocalKubelet {
 
   /** Brings one process in line with its pod (`undefined`: the pod is gone). */
   private async settle(key: string, e: Entry, pod: Pod | undefined): Promise<void> {
-    if (this.isJob && !e.proc.isRunning) {
-      // Its log stays (for the test that reads it) until the runner stops; the process is never restarted.
-      if (!e.reported) await this.reportExit(e);
-      return;
-    }
     if (!pod || pod.metadata.uid !== e.pod.metadata.uid) {
       this.configErrors.delete(e.pod.metadata.uid);
       this.entries.delete(key);
@@ -415,9 +393,9 @@ class LocalKubelet {
   ): Promise<{ command: string; args: string[]; env: NodeJS.ProcessEnv }> {
     await writeFile(join(dir, 'token'), token, { mode: 0o600 });
     const kubeconfig = join(dir, 'kubeconfig');
-    await writeFile(kubeconfig, this.podKubeconfig(dir, token), { mode: 0o600 });
+    await writeFile(kubeconfig, this.podKubeconfig(dir), { mode: 0o600 });
     const [cmd, ...lead] = this.options.command ?? DEFAULT_COMMAND;
-    const local = await (this.options.localProcess ?? (this.isJob ? jobProcess : controllerProcess))({
+    const local = await (this.options.localProcess ?? controllerProcess)({
       namespace: pod.metadata.namespace,
       name: pod.metadata.name,
       kubeconfigPath: kubeconfig,
@@ -524,23 +502,16 @@ class LocalKubelet {
     return tr.status === 201 ? token : undefined;
   }
 
-  private podKubeconfig(dir: string, token: string): string {
+  private podKubeconfig(dir: string): string {
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: 'c', cluster: { server: this.site.server, 'certificate-authority-data': this.site.caData } }],
-      // A Job's pod runs once and briefly: its token goes inline, which every client reads (client-node ignores
-      // tokenFile); a long-running pod re-reads its token file as it rotates.
-      users: [{ name: 'u', user: this.isJob ? { token } : { tokenFile: join(dir, 'token') } }],
+      // The pod re-reads its token file as it rotates.
+      users: [{ name: 'u', user: { tokenFile: join(dir, 'token') } }],
       contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
       'current-context': 'c',
     });
-  }
-
-  /** Job mode: the pod ends with the process, as the kubelet would report it (exit code, or 128 + signal number). */
-  private async reportExit(e: Entry): Promise<void> {
-    const status = await this.patchStatus(e.pod, terminatedStatus(e, this.containerOf(e.pod)!));
-    if (status === 200 || status === 404) e.reported = true;
   }
 }
 
@@ -563,27 +534,6 @@ export function expandVars(arg: string, env: Readonly<Record<string, string>>): 
     if (name === undefined) return '$';
     return env[name] ?? whole;
   });
-}
-
-/** The pod status of a finished process: Succeeded on exit 0, else Failed; its container terminated. */
-function terminatedStatus(e: Entry, container: PodContainer): unknown {
-  const exit = e.proc.exit!;
-  const exitCode = exit.code ?? 128 + (exit.signal ? (osConstants.signals[exit.signal] ?? 0) : 0);
-  const finishedAt = new Date().toISOString();
-  return {
-    phase: exitCode === 0 ? 'Succeeded' : 'Failed',
-    conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: finishedAt }],
-    containerStatuses: [
-      notReadyContainer(container, {
-        terminated: {
-          exitCode,
-          reason: exitCode === 0 ? 'Completed' : exit.signal ? 'OOMKilled' : 'Error',
-          startedAt: e.startedAt,
-          finishedAt,
-        },
-      }),
-    ],
-  };
 }
 
 /** A container status that is not ready, in `state` (waiting or terminated). */

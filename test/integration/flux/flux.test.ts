@@ -7,20 +7,19 @@ import {
   type Cluster,
   ensureFluxControllers,
   type FluxControllers,
-  type FluxPods,
   type GitServer,
   KubeHttp,
+  pushFluxImages,
   startCluster,
-  startFluxPods,
   startGitServer,
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { eventually } from '../../support/kube.js';
 
-// Real Flux on the real test bed: source-controller and kustomize-controller built from Go modules, run by testenv's
-// pod runner as their pods, pulling from a real git http-backend. The install set is applied with the operator's
-// credential here; the confined handoff of the same set is issue 13's phase 2.
+// Real Flux on the real test bed: source-controller and kustomize-controller built from Go modules into images the
+// bed's copy of the install set pins by digest, run by a real node's kubelet and containerd, pulling from a real git
+// http-backend. The install set is applied with the operator's credential here; flux-handoff.test.ts hands it off.
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const MANIFESTS = join(ROOT, 'bootstrap-manifests/flux');
 const REPO_FIXTURE = join(ROOT, 'bootstrap-manifests/flux/example');
@@ -48,19 +47,21 @@ let cluster: Cluster;
 let git: GitServer;
 let http: KubeHttp;
 let clients: KubeClients;
-let pods: FluxPods | undefined;
+/** Upstream image name → the bed's build of it, by digest. */
+let images: Readonly<Record<string, string>>;
 
 beforeAll(async () => {
   // A cold machine builds both controllers here (about 6 minutes on 2 cores); later runs reuse the cache.
   flux = await ensureFluxControllers();
-  [cluster, git] = await Promise.all([startCluster({ nodes: 1 }), startGitServer()]);
+  cluster = await startCluster({ node: 'real' });
+  git = await startGitServer({ inBed: cluster.realNode! });
+  images = await pushFluxImages(flux, cluster.realNode!);
   http = await KubeHttp.fromKubeconfig(cluster.kubeconfigPath);
   clients = clientsFromKubeconfigFile(cluster.kubeconfigPath);
   await git.createRepo(REPO);
 }, 1_800_000);
 
 afterAll(async () => {
-  await pods?.stop();
   http?.close();
   await Promise.allSettled([cluster?.stop(), git?.stop()]);
 });
@@ -97,11 +98,21 @@ async function repoFiles(): Promise<Record<string, string>> {
   return out;
 }
 
-/** The install set as the push would render it for this cluster: the GitRepository points at our Git server. */
+/**
+ * The install set as the push would render it for this cluster: the GitRepository points at our Git server, and the
+ * controllers' images are the bed's builds (upstream's digests cannot be pulled here).
+ */
 function installSet(): ManifestObject[] {
   const set = readManifestDir(MANIFESTS);
   for (const m of set) {
     const spec = m.object.spec as Record<string, unknown> | undefined;
+    if (m.object.kind === 'Deployment' && spec) {
+      const containers = (spec.template as { spec: { containers: { image: string }[] } }).spec.containers;
+      for (const c of containers) {
+        const name = Object.keys(images).find((n) => c.image.startsWith(`${n}:`) || c.image.startsWith(`${n}@`));
+        if (name) c.image = images[name]!;
+      }
+    }
     if (m.object.kind === 'GitRepository' && spec) {
       spec.url = git.repoUrl(REPO);
       // Short intervals so the test sees a new commit and drift within seconds (upstream: 1m and 10m).
@@ -184,8 +195,7 @@ describe('Flux (source-controller + kustomize-controller built from Go modules) 
     );
   });
 
-  it('runs both controllers as their pods, and Flux applies the commit from Git as kustomize-controller', async () => {
-    pods = await startFluxPods({ kubeconfigPath: cluster.kubeconfigPath, controllers: flux });
+  it('runs both controllers as their pods on the node, and Flux applies the commit from Git as kustomize-controller', async () => {
     const want = `main@sha1:${revision}`;
 
     await eventually(
@@ -206,12 +216,14 @@ describe('Flux (source-controller + kustomize-controller built from Go modules) 
       `Kustomization ${NS}/flux-system Ready with lastAppliedRevision ${want}`,
       500,
     );
-    expect(
-      pods
-        .pods()
-        .map((p) => p.name.replace(/-[a-z0-9]+-[a-z0-9]+$/, ''))
-        .sort(),
-    ).toEqual(['kustomize-controller', 'source-controller']);
+    // Both controllers run as containers of the bed's images, started by the real kubelet.
+    const pods = (await clients.core.listNamespacedPod({ namespace: NS })).items;
+    expect(pods.map((p) => p.metadata?.labels?.app).sort()).toEqual(['kustomize-controller', 'source-controller']);
+    for (const p of pods) {
+      const c = p.status?.containerStatuses?.[0];
+      expect(c?.ready, p.metadata?.name).toBe(true);
+      expect(Object.values(images).map((i) => i.split('@')[1])).toContain(c?.imageID?.split('@')[1]);
+    }
 
     for (const path of [
       '/api/v1/namespaces/flux-demo',
