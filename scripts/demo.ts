@@ -7,10 +7,10 @@
 //   pnpm demo -- --profile flux hand the cluster to real Flux (source- and kustomize-controller built from Go modules
 //                               on first use, minutes on a cold machine, before the cluster starts); stacks/local
 //                               takes the profile as config, so both --via pulumi (the default) and --via cli work
-// The push installs bootstrap-manifests/baton-controller (or bootstrap-manifests/flux) on the bed's real node:
-// kubelet pulls the controller's pinned image (or Flux's, built here from its modules) from the bed's registry and
-// runs it with containerd (Argo CD: testenv's pod runner on kwok nodes, for now). The plan, the audit log and its keys stay in .baton/demo/<cluster>/ (the pull and webhook
-// secrets are removed).
+// The push installs bootstrap-manifests/<profile> on the bed's real node: kubelet pulls the controller's pinned
+// image (or Flux's and Argo CD's, built here from their modules) from the bed's registry and runs it with
+// containerd. The plan, the audit log and its keys stay in .baton/demo/<cluster>/ (the pull and webhook secrets are
+// removed).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -79,9 +79,7 @@ process.on('unhandledRejection', fail);
 if (profile === 'flux') err('Flux: building source-controller and kustomize-controller from Go modules unless cached…');
 const fluxControllers = profile === 'flux' ? await ensureFluxControllers({ onProgress: err }).catch(fail) : undefined;
 err(
-  profile === 'argocd'
-    ? 'starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, kwok) and a Git server…'
-    : 'starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, and a real node: kubelet, containerd, kube-proxy, CoreDNS) and a Git server…',
+  'starting a local cluster (kube-apiserver, etcd, controller-manager, scheduler, and a real node: kubelet, containerd, kube-proxy, CoreDNS) and a Git server…',
 );
 const t0 = performance.now();
 if (profile === 'argocd') err('Argo CD: building v3.6.1 from Go modules (Go 1.27.3 toolchain) unless cached…');

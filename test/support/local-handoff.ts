@@ -56,7 +56,7 @@ export async function startLocalHandoff(o: StartLocalHandoffOptions = {}): Promi
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),
     ...(o.detached ? { detached: true } : {}),
-    node: controller === 'baton-controller' ? defaultNodeKind({ detached: o.detached === true }) : 'kwok',
+    node: controller === 'baton-controller' ? defaultNodeKind({}) : 'kwok',
   });
   const { kubeconfigPath } = cluster;
   let env: LocalHandoff['env'];

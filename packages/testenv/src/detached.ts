@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { BatonError, ConfigError, ProcessError } from '@baton/errors';
+import type { RealNodeCoordinates } from './cluster.js';
 
 /** What a detached cluster reports once it is ready. */
 export interface DetachedCluster {
@@ -11,6 +12,8 @@ export interface DetachedCluster {
   readonly auditLogPath: string | null;
   /** Pid of the background host process that owns the cluster. */
   readonly hostPid: number;
+  /** The cluster's real node, when it has one (without a bed: a caller's side pushes images and serves Git there). */
+  readonly realNode?: RealNodeCoordinates;
   /** The handoff bed the host runs for the cluster, when asked for one. */
   readonly bed?: DetachedBed;
 }
@@ -35,7 +38,7 @@ export interface DetachedBed {
   readonly signingKeyPath: string;
   /** The trusted-keys file for `baton audit verify --keys`. */
   readonly keysPath: string;
-  /** The controller image the pod runner runs by digest (baton-controller), else null. */
+  /** The controller image the node runs by digest (baton-controller), else null. */
   readonly controllerImage: string | null;
 }
 
@@ -94,6 +97,7 @@ export async function startDetachedCluster(
     kubeconfigPath: msg.kubeconfigPath,
     auditLogPath: msg.auditLogPath,
     hostPid: child.pid!,
+    ...(msg.realNode ? { realNode: msg.realNode } : {}),
     ...(msg.bed ? { bed: msg.bed } : {}),
   };
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
-import { type RealNodeInfo, startCluster, stopClusterByName } from './cluster.js';
+import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from './cluster.js';
 import {
   CONTROLLER_IMAGE,
   pinnedControllerImage,
@@ -328,7 +328,10 @@ export interface StartBedClusterOptions {
   readonly name?: string;
   /** @default 1 */
   readonly nodes?: number;
-  /** Run the cluster in a background host that outlives this process (`pnpm baton testenv down` stops it). @default false */
+  /**
+   * Run the cluster, and its node, in a background host that outlives this process (`pnpm baton testenv down` stops
+   * it); the side still runs here and reaches the node by its coordinates. @default false
+   */
   readonly detached?: boolean;
   /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
   readonly kubernetesVersion?: string;
@@ -358,16 +361,14 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
     nodes: o.nodes ?? 1,
   };
   if (o.detached) {
-    if (o.node === 'real')
-      throw new ConfigError('a detached bed has no real node yet: start it attached (detached: false) for node: real');
-    // The side runs in this process and cannot reach a detached host's node: kwok and the pod runner.
-    const c = await startDetachedCluster({ ...common, keep: true, node: 'kwok' });
+    // The host owns the cluster and its node; the side runs in this process and reaches the node by its coordinates.
+    const c = await startDetachedCluster({ ...common, keep: true, ...(o.node ? { node: o.node } : {}) });
     return {
       name: c.name,
       server: c.server,
       kubeconfigPath: c.kubeconfigPath,
       auditLogPath: c.auditLogPath,
-      realNode: null,
+      realNode: c.realNode ? realNodeInfo(c.realNode) : null,
       stop: async () => {
         await stopClusterByName(c.name);
       },
@@ -390,8 +391,7 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  // The controller's takeover is proven on a real node unless the bed is detached (no real node there yet).
-  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
+  const nodeKind = node ?? defaultNodeKind({ kubernetesVersion });
   return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster) =>
     startBatonControllerSide({
       ...sideOptions,

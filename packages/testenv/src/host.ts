@@ -30,7 +30,11 @@ async function start(): Promise<{ report: Record<string, unknown>; stop: () => P
   if (!bed) {
     const cluster = await startCluster({ ...common, keep });
     const { server, kubeconfigPath, auditLogPath } = cluster;
-    return { report: { name: cluster.name, server, kubeconfigPath, auditLogPath }, stop: () => cluster.stop() };
+    const realNode = cluster.realNode?.coordinates;
+    return {
+      report: { name: cluster.name, server, kubeconfigPath, auditLogPath, ...(realNode ? { realNode } : {}) },
+      stop: () => cluster.stop(),
+    };
   }
   const bedOptions = {
     ...common,

@@ -169,8 +169,7 @@ export interface StartFluxBedOptions
  */
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  // Flux's takeover is proven on a real node unless the bed is detached (no real node there yet).
-  const nodeKind = node ?? defaultNodeKind({ detached, kubernetesVersion });
+  const nodeKind = node ?? defaultNodeKind({ kubernetesVersion });
   return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
     startFluxSide({
       ...sideOptions,

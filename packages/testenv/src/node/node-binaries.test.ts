@@ -8,6 +8,5 @@ describe('defaultNodeKind', () => {
     expect(defaultNodeKind({ kubernetesVersion: '1.36.3' })).toBe('real');
     expect(defaultNodeKind({ kubernetesVersion: '1.35.4' })).toBe('kwok');
     expect(defaultNodeKind({ kubernetesVersion: '1.37' })).toBe('kwok');
-    expect(defaultNodeKind({ kubernetesVersion: '1.36.3', detached: true })).toBe('kwok');
   });
 });

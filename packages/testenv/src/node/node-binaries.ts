@@ -60,14 +60,10 @@ export function nodeVersionFor(version: string): string | undefined {
 }
 
 /**
- * The node a bed gets unless told: real, except for a detached bed (its side runs in another process than the node)
- * and for a Kubernetes version whose kubelet the bed does not build yet (`pnpm test:compat` of 1.34, 1.35, 1.37).
+ * The node a bed gets unless told: real, except for a Kubernetes version whose kubelet the bed does not build yet
+ * (`pnpm test:compat` of 1.34, 1.35, 1.37).
  */
-export function defaultNodeKind(o: {
-  readonly detached?: boolean | undefined;
-  readonly kubernetesVersion?: string | undefined;
-}): 'real' | 'kwok' {
-  if (o.detached) return 'kwok';
+export function defaultNodeKind(o: { readonly kubernetesVersion?: string | undefined }): 'real' | 'kwok' {
   return nodeVersionFor(resolveKubernetesVersion(o.kubernetesVersion)) ? 'real' : 'kwok';
 }
 
