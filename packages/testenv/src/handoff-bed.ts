@@ -38,27 +38,20 @@ export interface StartBatonControllerSideOptions {
   /** Writes a signing key and its trusted-keys file at these paths (e.g. with @baton/audit). */
   readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
   /**
-   * How the controller's pods run. `image`: the image the profile's Deployment pins, pulled by that digest from a
-   * local registry serving the image built from these sources (what a real node runs). `source`: the controller's
-   * TypeScript sources under tsx, for a caller that must run sources the image does not hold. @default 'image'
-   */
-  readonly controllerFrom?: 'image' | 'source';
-  /**
-   * The cluster's real node: the controller's Pod then runs from the pinned image, pulled by digest from the bed's
-   * registry by kubelet, and the Git server is served at the node address. @default the pod runner (no real node)
+   * The cluster's real node: the controller's Pod runs from the image the profile pins, pulled by that digest from
+   * the bed's registry by kubelet, and the Git server is served at the node address. Without one (kwok: the
+   * Kubernetes versions whose kubelet the bed does not build, `pnpm test:compat`), the pod runner runs the same image
+   * from a local registry.
    */
   readonly realNode?: RealNodeInfo | null;
 }
 
-/** A Git repository holding baton-controller's profile, a plan that hands off to it, and the pod runner playing kubelet. */
+/** A Git repository holding baton-controller's profile, a plan that hands off to it, and its Pod running. */
 export interface BatonControllerSide extends ControllerSide {
   /** `webhook.yaml` (secret), mode 0600. */
   readonly webhookSecretPath: string;
-  /**
-   * The image reference the controller's pods run, pulled by its digest from the bed's local registry; null when they
-   * run from source (`controllerFrom: 'source'`).
-   */
-  readonly controllerImage: string | null;
+  /** The image reference the controller's pods run, pulled by its digest from the bed's local registry. */
+  readonly controllerImage: string;
 }
 
 /** What a handoff to any controller needs: a Git repository holding what it pulls, a plan, and its pods running. */
@@ -124,18 +117,10 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
   });
 }
 
-/** The pod runner for baton-controller's pods, with the registry it pulls the pinned image from (image mode). */
+/** baton-controller's image in the bed's registry (real node), or a registry and the pod runner (kwok). */
 async function startControllerPods(
   o: StartBatonControllerSideOptions,
-): Promise<{ readonly image: string | null; stop(): Promise<void> }> {
-  if (o.realNode && o.controllerFrom === 'source')
-    throw new ConfigError(
-      "controllerFrom: 'source' needs the pod runner, and this cluster has a real node: run the image (the default)",
-    );
-  if (o.controllerFrom === 'source') {
-    const runner = await startPodRunner({ kubeconfigPath: o.kubeconfigPath, imagePrefix: CONTROLLER_IMAGE });
-    return { image: null, stop: () => runner.stop() };
-  }
+): Promise<{ readonly image: string; stop(): Promise<void> }> {
   const pinned = readdirSync(o.profileDir)
     .filter((f) => f.endsWith('.yaml'))
     .map((f) => ({
@@ -145,7 +130,7 @@ async function startControllerPods(
     .find((f) => f.image);
   if (!pinned?.image)
     throw new ConfigError(
-      `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (pass controllerFrom: 'source' to run the sources)`,
+      `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (\`pnpm image:build --pin\` pins it)`,
     );
   if (o.realNode) {
     // kubelet pulls the pinned reference; the bed's registry answers for ghcr.io by digest.
