@@ -1,12 +1,15 @@
-import { type Cluster, startCluster } from '@baton/testenv';
+import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll } from 'vitest';
-import type { TestController } from './gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv, startControllerFor } from './handoff-env.js';
+import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
 
-/** A real cluster, a handoff env for it and the test controller, started in `beforeAll` and stopped in `afterAll`. */
+/**
+ * A real cluster (a real node, except for a compat version whose kubelet the bed does not build) and a handoff to
+ * baton-controller on it: its profile in Git, its pinned image in the bed's registry, a plan; started in `beforeAll`,
+ * stopped in `afterAll`.
+ */
 export interface HandoffCluster {
   readonly cluster: Cluster;
-  readonly env: HandoffEnv;
+  readonly env: BatonControllerEnv;
 }
 
 /**
@@ -15,15 +18,16 @@ export interface HandoffCluster {
  */
 export function useHandoffCluster(): HandoffCluster {
   let cluster: Cluster | undefined;
-  let env: HandoffEnv | undefined;
-  let controller: TestController | undefined;
+  let env: BatonControllerEnv | undefined;
   beforeAll(async () => {
-    cluster = await startCluster({ nodes: 1 });
-    env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-    controller = startControllerFor(env, cluster.kubeconfigPath);
+    cluster = await startCluster({ node: defaultNodeKind({}) });
+    env = await createBatonControllerEnv({
+      kubeconfigPath: cluster.kubeconfigPath,
+      clusterName: cluster.name,
+      realNode: cluster.realNode,
+    });
   });
   afterAll(async () => {
-    await controller?.stop();
     await env?.stop();
     await cluster?.stop();
   });

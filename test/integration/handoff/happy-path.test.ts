@@ -57,7 +57,12 @@ describe('baton up on a fresh cluster', () => {
     expect(winner.credential!.liveSeconds).toBeLessThanOrEqual((winner.readinessSeconds ?? 0) + 20);
     const admin = adminClients(h.cluster.kubeconfigPath);
     const set = loadManifestSet(h.env.loaded.plan);
-    for (const m of set.objects) {
+    // Every object Git carries is the controller's now; the push-only ones (its two Secrets) stay the push's.
+    const pushOnly = new Set(set.pushOnly);
+    const key = (o: { kind: string; metadata: { name: string; namespace?: string } }) =>
+      [o.kind, o.metadata.namespace, o.metadata.name].filter(Boolean).join('/');
+    expect([...pushOnly]).toEqual(['Secret/baton-system/baton-pull-credential', 'Secret/baton-system/baton-webhook']);
+    for (const m of set.objects.filter((x) => !pushOnly.has(key(x.object)))) {
       const live = await readObject(admin, m.object);
       expect(live, `${m.object.kind}/${m.object.metadata.name}`).toBeDefined();
       expect(
@@ -178,7 +183,9 @@ describe('baton up on a fresh cluster', () => {
 
   it('does nothing on a re-run after success and exits 0 (baton up through the CLI)', async () => {
     const admin = adminClients(h.cluster.kubeconfigPath);
-    const before = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
+    const { controller } = h.env.loaded.plan;
+    const deployment = { namespace: controller.namespace, name: controller.name };
+    const before = await admin.apps.readNamespacedDeployment(deployment);
     const { stdout, stderr } = await execFileAsync(
       process.execPath,
       ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '-o', 'json', '--verbose'],
@@ -189,7 +196,7 @@ describe('baton up on a fresh cluster', () => {
     expect(summary.error).toBeUndefined();
     expect(summary.credential).toBeUndefined();
     expect(stdout + stderr).not.toMatch(JWT_PATTERN);
-    const after = await admin.apps.readNamespacedDeployment({ namespace: 'gitops-system', name: 'gitops-controller' });
+    const after = await admin.apps.readNamespacedDeployment(deployment);
     expect(after.metadata?.managedFields?.map((f) => f.manager).sort()).toEqual(
       before.metadata?.managedFields?.map((f) => f.manager).sort(),
     );

@@ -8,7 +8,6 @@ import { type HandoffSummary, Journal, RECEIPT_NAME } from '@baton/core';
 import { findBootstrapLeftovers } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import type { HandoffEnv } from '../../support/handoff-env.js';
 import { bootstrapMints, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A run killed with kill -9 after the controller took over, but before its receipt, must not make the next
@@ -24,7 +23,7 @@ const baton = async (args: string[]) => {
 };
 
 /** Starts a handoff in its own process, waits until it stops at `step`, and kills it with SIGKILL. */
-async function killAt(env: HandoffEnv, kubeconfigPath: string, step: string): Promise<string> {
+async function killAt(env: { readonly planPath: string }, kubeconfigPath: string, step: string): Promise<string> {
   const child = spawn(process.execPath, [...TSX, HELD, env.planPath, kubeconfigPath, step], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
