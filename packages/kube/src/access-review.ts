@@ -37,10 +37,11 @@ export async function isAllowed(clients: KubeClients, request: AccessRequest): P
 
 /**
  * The reads that must be refused once a bootstrap identity's privilege has ended: `get` on every planned Secret (the
- * pull credential, the webhook key) and on the first planned object, whatever its kind.
+ * pull credential, the webhook key) and on the first planned object, whatever its kind. `wholeSet`: as for
+ * `computeBootstrapRules`, the set `objects` were narrowed from.
  */
-export function planReads(objects: readonly KubeObject[]): AccessRequest[] {
-  const kinds = { ...kindsFromCrds(objects), ...INSTALL_KINDS };
+export function planReads(objects: readonly KubeObject[], wholeSet: readonly KubeObject[] = objects): AccessRequest[] {
+  const kinds = { ...kindsFromCrds([...objects, ...wholeSet]), ...INSTALL_KINDS };
   const picked = objects.filter((o, i) => i === 0 || o.kind === 'Secret');
   return picked.flatMap((o) => {
     const info = kinds[o.kind];

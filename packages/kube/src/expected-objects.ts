@@ -9,6 +9,12 @@ export interface ExpectedObjectsOptions {
   readonly fieldManager: string;
   /** Whether the push takes the fields from other managers (a repair does: someone rewrote them). @default false */
   readonly force?: boolean;
+  /**
+   * The validated set `objects` were narrowed from (a run that pushes only what the controller does not own yet, a
+   * repair): a custom object whose CRD it holds but `objects` does not is of a kind served already, and is dry-run
+   * like a built-in. @default objects
+   */
+  readonly wholeSet?: readonly KubeObject[];
   readonly signal?: AbortSignal;
 }
 
@@ -28,10 +34,17 @@ export async function expectedObjects(
   objects: readonly KubeObject[],
   options: ExpectedObjectsOptions,
 ): Promise<ConfinedObject[]> {
-  const custom = kindsFromCrds(objects);
+  const pushedCrdKinds = kindsFromCrds(objects);
+  const custom = { ...kindsFromCrds(options.wholeSet ?? []), ...pushedCrdKinds };
   const stored = new Map<KubeObject, KubeObject>();
-  // Built-in kinds first (CRDs among them), so a custom object is defaulted by its CRD as the server stores it.
-  for (const o of objects.filter((x) => INSTALL_KINDS[x.kind])) {
+  // Built-in kinds first (CRDs among them), so a custom object is defaulted by its CRD as the server stores it; then
+  // the objects of kinds served already (their CRD is not pushed), as the server answers for them.
+  const served = (x: KubeObject) =>
+    INSTALL_KINDS[x.kind] !== undefined || (!pushedCrdKinds[x.kind] && !!custom[x.kind]);
+  for (const o of [
+    ...objects.filter((x) => INSTALL_KINDS[x.kind]),
+    ...objects.filter((x) => !INSTALL_KINDS[x.kind] && served(x)),
+  ]) {
     options.signal?.throwIfAborted();
     const answer = await kubeCall(`dry-run server-side apply of ${describeObject(o)}`, () =>
       operator.rest.apply(o, { fieldManager: options.fieldManager, dryRun: true, force: options.force ?? false }),

@@ -158,4 +158,27 @@ describe('computeBootstrapRules with a CRD in the set', () => {
       resourceNames: ['gitsyncs.baton.dev'],
     });
   });
+
+  it('grants a custom object whose CRD the controller already owns, from the set it was narrowed from', () => {
+    const crd = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'gitsyncs.baton.dev', undefined, {
+      spec: {
+        group: 'baton.dev',
+        scope: 'Namespaced',
+        names: { kind: 'GitSync', plural: 'gitsyncs' },
+        versions: [{ name: 'v1alpha1', served: true }],
+      },
+    });
+    const sync = o('baton.dev/v1alpha1', 'GitSync', 'ctl', 'baton-system');
+    // Pushed alone (its CRD is the controller's already): the kind comes from the whole set, the CRD is not granted.
+    const rules = computeBootstrapRules([sync], [crd, sync]);
+    expect(rules.namespaced['baton-system']).toContainEqual({
+      namespace: 'baton-system',
+      apiGroups: ['baton.dev'],
+      resources: ['gitsyncs'],
+      verbs: ['get', 'patch'],
+      resourceNames: ['ctl'],
+    });
+    expect(JSON.stringify(rules.cluster)).not.toContain('customresourcedefinitions');
+    expect(() => computeBootstrapRules([sync])).toThrow(/kind GitSync is not an install kind/);
+  });
 });

@@ -29,10 +29,14 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
  * - `escalate` on the Roles/ClusterRoles in the set and `bind` on the roles their bindings reference, by name,
  *   so the credential can install the controller's RBAC without holding the controller's permissions.
  * Never a wildcard. The input must already be validated (only {@link INSTALL_KINDS} and kinds defined by a
- * CustomResourceDefinition of the same set).
+ * CustomResourceDefinition of the same set). `wholeSet`: the validated set `objects` were narrowed from (a run that
+ * pushes only what the controller does not own yet, a repair), whose CRDs define kinds `objects` may hold without them.
  */
-export function computeBootstrapRules(objects: readonly KubeObject[]): BootstrapRules {
-  return groupByScope(rulesFor(collectGrants(objects)));
+export function computeBootstrapRules(
+  objects: readonly KubeObject[],
+  wholeSet: readonly KubeObject[] = objects,
+): BootstrapRules {
+  return groupByScope(rulesFor(collectGrants(objects, wholeSet)));
 }
 
 /** Names per `scope \0 group \0 resource` key. */
@@ -48,8 +52,8 @@ interface Grants {
   readonly bind: NamesByKey;
 }
 
-function collectGrants(objects: readonly KubeObject[]): Grants {
-  const kinds: Readonly<Record<string, KindInfo>> = { ...kindsFromCrds(objects), ...INSTALL_KINDS };
+function collectGrants(objects: readonly KubeObject[], wholeSet: readonly KubeObject[]): Grants {
+  const kinds: Readonly<Record<string, KindInfo>> = { ...kindsFromCrds([...objects, ...wholeSet]), ...INSTALL_KINDS };
   const grants: Grants = { names: new Map(), escalate: new Map(), bind: new Map() };
   for (const o of objects) {
     const info = kinds[o.kind];

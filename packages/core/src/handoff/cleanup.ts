@@ -73,7 +73,10 @@ function skipWhatPullOwns(run: HandoffRun, state: { readonly ownedObjects: reado
   const objects = set.objects.filter((m) => !owned.has(describeObject(m.object)));
   if (objects.length === 0 || objects.length === set.objects.length) return;
   run.pushSet = { ...set, objects, digest: setDigest(objects) };
-  run.rules = computeBootstrapRules(objects.map((m) => m.object));
+  run.rules = computeBootstrapRules(
+    objects.map((m) => m.object),
+    set.objects.map((m) => m.object),
+  );
   run.log.info(
     { pushed: objects.length, owned: owned.size, rules: flattenRules(run.rules).length },
     'the controller already owns part of the set: pushing only the rest',

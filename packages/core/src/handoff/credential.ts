@@ -38,7 +38,12 @@ export async function confine(run: HandoffRun): Promise<void> {
   const objects = await expectedObjects(
     operator,
     set.objects.map((m) => m.object),
-    { fieldManager: plan.push.fieldManager, force: run.repairOf !== undefined, signal: run.signal },
+    {
+      fieldManager: plan.push.fieldManager,
+      force: run.repairOf !== undefined,
+      wholeSet: (run.set ?? set).objects.map((m) => m.object),
+      signal: run.signal,
+    },
   );
   const confinement = planConfinement({
     name: ref.name,

@@ -61,7 +61,10 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
   const bootstrap = run.bootstrap!;
   const objects = run.toPush()!.objects.map((m) => m.object);
   const planned = objects[0]!;
-  const reads = planReads(objects);
+  const reads = planReads(
+    objects,
+    (run.set ?? run.toPush()!).objects.map((m) => m.object),
+  );
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const bounded = <T>(what: string, call: () => Promise<T>) => withDeadline(run.clock, requestMs, what, call);
   const closeStart = run.clock.monotonicMs();

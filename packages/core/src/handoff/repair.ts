@@ -118,7 +118,10 @@ function repairRun(run: HandoffRun, objects: NonNullable<HandoffRun['set']>['obj
   const set = run.set;
   sub.set = set;
   if (set) sub.pushSet = { ...set, objects, digest: setDigest(objects) };
-  sub.rules = computeBootstrapRules(objects.map((m) => m.object));
+  sub.rules = computeBootstrapRules(
+    objects.map((m) => m.object),
+    (set?.objects ?? objects).map((m) => m.object),
+  );
   sub.revision = run.revision;
   sub.operatorName = run.operatorName;
   return sub;
