@@ -134,15 +134,16 @@ describe('ruleAtoms', () => {
 });
 
 describe('computeBootstrapRules with a CRD in the set', () => {
+  const crd = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'gitsyncs.baton.dev', undefined, {
+    spec: {
+      group: 'baton.dev',
+      scope: 'Namespaced',
+      names: { kind: 'GitSync', plural: 'gitsyncs' },
+      versions: [{ name: 'v1alpha1', served: true }],
+    },
+  });
+
   it('grants the custom kind by its plural, group and name, only in its namespace', () => {
-    const crd = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'gitsyncs.baton.dev', undefined, {
-      spec: {
-        group: 'baton.dev',
-        scope: 'Namespaced',
-        names: { kind: 'GitSync', plural: 'gitsyncs' },
-        versions: [{ name: 'v1alpha1', served: true }],
-      },
-    });
     const rules = computeBootstrapRules([crd, o('baton.dev/v1alpha1', 'GitSync', 'ctl', 'gitops-system')]);
     expect(rules.namespaced['gitops-system']).toContainEqual({
       namespace: 'gitops-system',
@@ -160,14 +161,6 @@ describe('computeBootstrapRules with a CRD in the set', () => {
   });
 
   it('grants a custom object whose CRD the controller already owns, from the set it was narrowed from', () => {
-    const crd = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'gitsyncs.baton.dev', undefined, {
-      spec: {
-        group: 'baton.dev',
-        scope: 'Namespaced',
-        names: { kind: 'GitSync', plural: 'gitsyncs' },
-        versions: [{ name: 'v1alpha1', served: true }],
-      },
-    });
     const sync = o('baton.dev/v1alpha1', 'GitSync', 'ctl', 'baton-system');
     // Pushed alone (its CRD is the controller's already): the kind comes from the whole set, the CRD is not granted.
     const rules = computeBootstrapRules([sync], [crd, sync]);
