@@ -143,9 +143,11 @@ export const SHARD_IMAGE = 'ghcr.io/baton-dev/baton-shard';
  * What a fleet's Indexed Job shards run when their plan has files: the baton CLI image, checked against the
  * reference the Job engine pins (`pinned`), with `paths` (files or folders) added at their absolute paths, readable
  * by the image's user. ADR 0008: a shard reads its plan's files (manifests, credential files) where the
- * orchestrator rendered them; this is the `FROM <pinned> + COPY` an operator builds. Pushed with `push`.
+ * orchestrator rendered them; this is the `FROM <pinned> + COPY` an operator builds. Pushed with `push`. Not under
+ * /tmp: the image's one volume is there, and it hides the layer's files.
  * @returns `ghcr.io/baton-dev/baton-shard@<digest>`.
- * @throws ConfigError when these sources build another CLI image than `pinned`: `pnpm image:build --pin`.
+ * @throws ConfigError when these sources build another CLI image than `pinned`: `pnpm image:build --pin`; when a
+ *   path is under /tmp.
  */
 export async function pushShardImage(
   push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
@@ -156,6 +158,11 @@ export async function pushShardImage(
   if (pinned !== `${CLI_IMAGE}@${digest}`)
     throw new ConfigError(
       `the fleet's Job engine pins ${pinned}, but these sources build ${CLI_IMAGE}@${digest}; run \`pnpm image:build --pin\` and commit packages/fleet/job-image.json`,
+    );
+  const hidden = paths.find((p) => p === '/tmp' || p.startsWith('/tmp/'));
+  if (hidden)
+    throw new ConfigError(
+      `${hidden}: the baton image mounts a volume at /tmp, which hides what an image layer puts there; keep the plan's files (push.manifests, fromFile, takeover.profile) outside /tmp`,
     );
   const entries = paths.flatMap((p): TarEntry[] => {
     const rel = p.replace(/^\/+/, '');

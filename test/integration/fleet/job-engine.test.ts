@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import type { HandoffPlan } from '@baton/core';
@@ -8,7 +8,7 @@ import { type Cluster, pushShardImage, startCluster } from '@baton/testenv';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Controllers, fleetUp, resetCluster, writeFleetFile } from '../../support/fleet-env.js';
-import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { eventually } from '../../support/kube.js';
 
 // The Job engine against a management cluster with a real node: its kube-controller-manager runs the real Job
@@ -28,6 +28,7 @@ let controllers: Controllers;
 let mgmt: KubeClients;
 let batch: BatchV1Api;
 let image: string;
+let planFilesDir: string | undefined;
 
 async function setUpManagement(k: KubeClients) {
   await k.core.createNamespace({ body: { metadata: { name: NS } } });
@@ -107,8 +108,13 @@ beforeAll(async () => {
         stringData: { value: readFileSync(t.kubeconfigPath, 'utf8') },
       },
     });
+  // The shard image carries the plan's files at their paths, outside /tmp (the image's volume is there): a copy of
+  // the manifests in /var/tmp, wherever the checkout is.
+  planFilesDir = mkdtempSync('/var/tmp/baton-fleet-plan-');
+  cpSync(CONTROLLER_MANIFESTS, join(planFilesDir, 'controller'), { recursive: true });
   env = await createHandoffEnv({
     kubeconfigPath: targets[0]!.kubeconfigPath,
+    manifests: join(planFilesDir, 'controller'),
     plan: { takeover: { timeoutSeconds: 300 }, push: { budgetSeconds: 300 } },
   });
   controllers = new Controllers(env, targets);
@@ -122,6 +128,7 @@ afterAll(async () => {
   // The targets run in the management bed's namespace: they stop first.
   await Promise.all(targets.map((c) => c.stop()));
   await management?.stop();
+  if (planFilesDir) rmSync(planFilesDir, { recursive: true, force: true });
 });
 
 describe('baton fleet up --engine job', () => {
@@ -139,12 +146,24 @@ describe('baton fleet up --engine job', () => {
         '--management-kubeconfig',
         management.kubeconfigPath,
       ]);
-      // Awaited below; a failure before that must not surface as an unhandled rejection.
-      run.catch(() => {});
+      // Awaited below; a failure before that must not surface as an unhandled rejection, and ends the waits at once.
+      let ended: string | undefined;
+      run.then(
+        (r) => {
+          ended = `baton fleet up exited ${r.code} early:\n${r.stderr.slice(-3000)}`;
+        },
+        (err: Error) => {
+          ended = err.message;
+        },
+      );
+      const unlessEnded = (check: () => Promise<boolean>) => async () => {
+        if (ended) throw new Error(ended);
+        return check();
+      };
       const target = clientsFromKubeconfigFile(killed.kubeconfigPath);
       let holder = '';
       await eventually(
-        async () => {
+        unlessEnded(async () => {
           const cm = await mgmt.core
             .readNamespacedConfigMap({ namespace: NS, name: journalName(killed.name) })
             .catch(() => undefined);
@@ -155,7 +174,7 @@ describe('baton fleet up --engine job', () => {
           });
           holder = (JSON.parse(lease.spec?.holderIdentity ?? '{}') as { host?: string }).host ?? '';
           return holder !== '';
-        },
+        }),
         300_000,
         `the shard of ${killed.name} waiting for the takeover`,
         200,
@@ -167,14 +186,14 @@ describe('baton fleet up --engine job', () => {
       // The replacement pod takes the lock over from the terminated one, cleans the killed run up, and hands off anew:
       // its controller starts once that second run waits for the takeover too.
       await eventually(
-        async () => {
+        unlessEnded(async () => {
           const cm = await mgmt.core.readNamespacedConfigMap({ namespace: NS, name: journalName(killed.name) });
           const entries = (cm.data?.journal ?? '')
             .split('\n')
             .filter(Boolean)
             .map((l) => JSON.parse(l) as { runId: string; step: string });
           return new Set(entries.filter((e) => e.step === 'takeover').map((e) => e.runId)).size >= 2;
-        },
+        }),
         300_000,
         `the replacement shard of ${killed.name} waiting for the takeover`,
         200,
