@@ -39,12 +39,8 @@ export async function expectedObjects(
   const stored = new Map<KubeObject, KubeObject>();
   // Built-in kinds first (CRDs among them), so a custom object is defaulted by its CRD as the server stores it; then
   // the objects of kinds served already (their CRD is not pushed), as the server answers for them.
-  const served = (x: KubeObject) =>
-    INSTALL_KINDS[x.kind] !== undefined || (!pushedCrdKinds[x.kind] && !!custom[x.kind]);
-  for (const o of [
-    ...objects.filter((x) => INSTALL_KINDS[x.kind]),
-    ...objects.filter((x) => !INSTALL_KINDS[x.kind] && served(x)),
-  ]) {
+  const servedAlready = (x: KubeObject) => !INSTALL_KINDS[x.kind] && !pushedCrdKinds[x.kind] && !!custom[x.kind];
+  for (const o of [...objects.filter((x) => INSTALL_KINDS[x.kind]), ...objects.filter(servedAlready)]) {
     options.signal?.throwIfAborted();
     const answer = await kubeCall(`dry-run server-side apply of ${describeObject(o)}`, () =>
       operator.rest.apply(o, { fieldManager: options.fieldManager, dryRun: true, force: options.force ?? false }),

@@ -25,7 +25,7 @@ import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
-import { type BedNetwork, createBedNetwork, removeBedNetwork } from './node/bed-network.js';
+import { type BedNetwork, createBedNetwork, removeBedNetwork, wrapInNetns } from './node/bed-network.js';
 import {
   ensureNodeBinaries,
   NODE_KUBERNETES_VERSIONS,
@@ -131,7 +131,7 @@ export function realNodeInfo(c: RealNodeCoordinates): RealNodeInfo {
     registryHost: c.registryHost,
     readySeconds: c.readySeconds,
     coordinates: c,
-    wrap: (command, args) => ({ command: 'nsenter', args: [`--net=/run/netns/${c.netns}`, '--', command, ...args] }),
+    wrap: wrapInNetns(c.netns),
     containerPid: (id) => containerPid(c.runDir, id),
     pushImage: (layoutDir, repository, ref) => pushToRegistry(c.registryHost, layoutDir, repository, ref),
   };

@@ -17,8 +17,6 @@ export const CONTROLLER_IMAGE = 'ghcr.io/baton-dev/baton-controller';
 /** Where `pnpm image:build` writes the layout. */
 export const CONTROLLER_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton-controller');
 
-let built: Promise<string> | undefined;
-
 /** The controller image reference (`…@sha256:<hex>`) a manifest's text pins, if it pins one. */
 export function pinnedControllerImage(manifest: string): string | undefined {
   return new RegExp(`image: (${CONTROLLER_IMAGE}@sha256:[0-9a-f]{64})`).exec(manifest)?.[1];
@@ -29,12 +27,20 @@ export function pinnedControllerImage(manifest: string): string | undefined {
  * new), once per process and one build at a time on the machine, and returns its digest.
  * @throws ProcessError when the build fails.
  */
-export function buildControllerImage(): Promise<string> {
-  built ??= runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']).catch((err) => {
-    built = undefined;
-    throw err;
-  });
-  return built;
+export const buildControllerImage = oncePerProcess(() =>
+  runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']),
+);
+
+/** `build` run once per process (again after a failure), its digest shared by every caller. */
+function oncePerProcess(build: () => Promise<string>): () => Promise<string> {
+  let built: Promise<string> | undefined;
+  return () => {
+    built ??= build().catch((err) => {
+      built = undefined;
+      throw err;
+    });
+    return built;
+  };
 }
 
 /**
@@ -101,24 +107,14 @@ export const CLI_IMAGE = 'ghcr.io/baton-dev/baton';
 /** Where the test bed writes its layout. */
 export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
 
-let cliBuilt: Promise<string> | undefined;
-
 /**
  * Builds the baton CLI image from these sources into {@link CLI_IMAGE_LAYOUT} (packages/cli/image/build.ts; layers
  * cached, the bundle new), once per process and one build at a time on the machine, and returns its digest.
  * @throws ProcessError when the build fails.
  */
-export function buildCliImage(): Promise<string> {
-  cliBuilt ??= runImageBuild('building the baton CLI image', [
-    'packages/cli/image/build.ts',
-    '--out',
-    CLI_IMAGE_LAYOUT,
-  ]).catch((err) => {
-    cliBuilt = undefined;
-    throw err;
-  });
-  return cliBuilt;
-}
+export const buildCliImage = oncePerProcess(() =>
+  runImageBuild('building the baton CLI image', ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT]),
+);
 
 /**
  * Builds the baton CLI image and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).
@@ -154,15 +150,15 @@ export async function pushShardImage(
   pinned: string,
   paths: readonly string[],
 ): Promise<string> {
-  const digest = await buildCliImage();
-  if (pinned !== `${CLI_IMAGE}@${digest}`)
-    throw new ConfigError(
-      `the fleet's Job engine pins ${pinned}, but these sources build ${CLI_IMAGE}@${digest}; run \`pnpm image:build --pin\` and commit packages/fleet/job-image.json`,
-    );
   const hidden = paths.find((p) => p === '/tmp' || p.startsWith('/tmp/'));
   if (hidden)
     throw new ConfigError(
       `${hidden}: the baton image mounts a volume at /tmp, which hides what an image layer puts there; keep the plan's files (push.manifests, fromFile, takeover.profile) outside /tmp`,
+    );
+  const digest = await buildCliImage();
+  if (pinned !== `${CLI_IMAGE}@${digest}`)
+    throw new ConfigError(
+      `the fleet's Job engine pins ${pinned}, but these sources build ${CLI_IMAGE}@${digest}; run \`pnpm image:build --pin\` and commit packages/fleet/job-image.json`,
     );
   const entries = paths.flatMap((p): TarEntry[] => {
     const rel = p.replace(/^\/+/, '');

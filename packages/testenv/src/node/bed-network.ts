@@ -106,9 +106,14 @@ export async function createBedNetwork(bed: string): Promise<BedNetwork> {
       nodeIp,
       hostIp,
       hostLink,
-      wrap: (command, args) => ({ command: 'nsenter', args: [`--net=${path}`, '--', command, ...args] }),
+      wrap: wrapInNetns(name),
     };
   });
+}
+
+/** The command line that runs a command inside network namespace `name` (nsenter execs it: same pid and group). */
+export function wrapInNetns(name: string): BedNetwork['wrap'] {
+  return (command, args) => ({ command: 'nsenter', args: [`--net=/run/netns/${name}`, '--', command, ...args] });
 }
 
 /**
