@@ -216,8 +216,16 @@ describe('Flux (source-controller + kustomize-controller built from Go modules) 
       `Kustomization ${NS}/flux-system Ready with lastAppliedRevision ${want}`,
       500,
     );
-    // Both controllers run as containers of the bed's images, started by the real kubelet.
-    const pods = (await clients.core.listNamespacedPod({ namespace: NS })).items;
+    // Both controllers run as containers of the bed's images, started by the real kubelet. Readiness trails the
+    // first apply by a probe period: wait for it.
+    const listPods = async () => (await clients.core.listNamespacedPod({ namespace: NS })).items;
+    await eventually(
+      async () => (await listPods()).every((p) => p.status?.containerStatuses?.[0]?.ready === true),
+      60_000,
+      'both Flux controllers Ready',
+      500,
+    );
+    const pods = await listPods();
     expect(pods.map((p) => p.metadata?.labels?.app).sort()).toEqual(['kustomize-controller', 'source-controller']);
     for (const p of pods) {
       const c = p.status?.containerStatuses?.[0];
