@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet } from '@baton/core';
@@ -12,10 +11,8 @@ import {
   mintBootstrapIdentity,
   probeToken,
 } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestController } from '../../support/gitops-controller.js';
-import { createHandoffEnv, type HandoffEnv, startControllerFor } from '../../support/handoff-env.js';
+import { describe, expect, it } from 'vitest';
+import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, deleteNamespaceAndWait, eventually } from '../../support/kube.js';
 
@@ -23,25 +20,14 @@ const execFileAsync = promisify(execFile);
 const baton = (args: string[]) =>
   execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
 
-let cluster: Cluster;
-let env: HandoffEnv;
-let controller: TestController | undefined;
-
-beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
-  env = await createHandoffEnv({ kubeconfigPath: cluster.kubeconfigPath });
-});
-
-afterAll(async () => {
-  await controller?.stop();
-  await env?.stop();
-  await cluster?.stop();
-});
+// baton-controller on a real node takes over: the killed run pushed part of its Deployment, the next run completes it.
+const bed = useHandoffCluster();
 
 describe('a run killed with kill -9', () => {
   let killedRunId = '';
 
   it('leaves a live bootstrap credential and the lock behind', async () => {
+    const { cluster, env } = bed;
     const { signal, stderr } = await killDuringPush(env.planPath);
     expect(signal).toBe('SIGKILL');
     killedRunId = /"runId":"([^"]+)"/.exec(stderr)?.[1] ?? '';
@@ -58,7 +44,7 @@ describe('a run killed with kill -9', () => {
   });
 
   it('the next baton up removes the leftovers, takes over the dead holder’s lock and completes the handoff', async () => {
-    controller = startControllerFor(env, cluster.kubeconfigPath);
+    const { cluster, env } = bed;
     const { stdout, stderr } = await baton(['up', '--plan', env.planPath, '-o', 'json', '--verbose']);
     const s = JSON.parse(stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('handed-off');
@@ -84,6 +70,7 @@ describe('a run killed with kill -9', () => {
   });
 
   it('baton revoke finds a leftover credential by label and kills it', async () => {
+    const { cluster, env } = bed;
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
     const rules = computeBootstrapRules(loadManifestSet(env.loaded.plan).objects.map((m) => m.object));
     const id = await mintBootstrapIdentity(operator, {
@@ -100,23 +87,13 @@ describe('a run killed with kill -9', () => {
   });
 
   it('baton revoke also removes the confinement of a run killed mid-push', async () => {
-    // A new revision the stopped controller has not applied, so the next run mints and pushes again.
-    await controller?.stop();
-    controller = undefined;
+    const { cluster, env } = bed;
+    // The controller, its objects and the receipt go with baton-system, so the next run mints and pushes again.
+    await deleteNamespaceAndWait(cluster.kubeconfigPath, 'baton-system', 120_000);
     const admin = adminClients(cluster.kubeconfigPath);
-    await admin.core.deleteNamespacedConfigMap({ namespace: 'baton-system', name: 'baton-receipt' });
-    // A Secret the controller applied with stringData conflicts with any re-push of it: start from a clean namespace.
-    await deleteNamespaceAndWait(cluster.kubeconfigPath, 'gitops-system');
-    const repo = env.repoUrl
-      .split('/')
-      .at(-1)!
-      .replace(/\.git$/, '');
-    const revision = await env.git.commitFiles(repo, { 'controller/notes.txt': 'again' }, 'again');
-    const planPath = env.planPath.replace(/plan\.yaml$/, 'plan-again.yaml');
-    writeFileSync(planPath, readFileSync(env.planPath, 'utf8').replace(env.revision, revision));
-    await killDuringPush(planPath);
+    await killDuringPush(env.planPath);
     expect(await confinementsLeft(admin)).toHaveLength(2);
-    const { stdout } = await baton(['revoke', '--plan', planPath, '-o', 'json']);
+    const { stdout } = await baton(['revoke', '--plan', env.planPath, '-o', 'json']);
     expect(JSON.parse(stdout)).toMatchObject([{ deleted: 8 }]);
     expect(await confinementsLeft(admin)).toEqual([]);
     const { operator } = testHandoffDeps(env.loaded, cluster.kubeconfigPath).deps;
@@ -130,7 +107,7 @@ describe('the handoff lock held by another host', () => {
   const NS = 'lock-hosts';
   const holder = (host: string, runId: string) => ({ runId, user: 'test', host, pid: 1 });
   const acquire = (host: string, runId: string, isHolderGone?: (h: LockHolder) => Promise<boolean>) =>
-    acquireHandoffLock(adminClients(cluster.kubeconfigPath), {
+    acquireHandoffLock(adminClients(bed.cluster.kubeconfigPath), {
       namespace: NS,
       holder: holder(host, runId),
       durationSeconds: 600,
@@ -140,6 +117,7 @@ describe('the handoff lock held by another host', () => {
     });
 
   it('is refused while that holder may live, and taken over once it is known gone', async () => {
+    const { cluster } = bed;
     await adminClients(cluster.kubeconfigPath).core.createNamespace({ body: { metadata: { name: NS } } });
     await acquire('shard-pod-a', 'run-a');
     const asked: string[] = [];
