@@ -51,6 +51,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# A bed with a real node holds 18 inotify instances (measured: its control plane 10, kubelet 6, containerd and
+# kube-proxy 1 each): the kernel's default of 128 per user runs out at the eighth bed ("too many open files" from
+# kube-proxy), and the fleet test runs eight beside another file's beds.
+# Raised as kind's docs advise for several clusters on one host; never lowered.
+if [ "$(id -u)" = 0 ] && [ "$(sysctl -n fs.inotify.max_user_instances)" -lt 1024 ]; then
+  say "raising fs.inotify.max_user_instances to 1024 (real nodes of several test beds at once)"
+  sysctl -q -w fs.inotify.max_user_instances=1024
+fi
+
 say "installing node modules"
 pnpm install --frozen-lockfile --reporter=append-only >&2
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startFailureHint } from './managed-process.js';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -27,5 +28,14 @@ describe('ManagedProcess.stop', () => {
       timeout: 30_000,
     });
     expect(stdout).toBe('stopped');
+  });
+});
+
+describe('startFailureHint', () => {
+  it('names the inotify limit when a component ran out of open files, else the usual causes', () => {
+    expect(startFailureHint('E1206 run.go:72] "command failed" err="failed complete: too many open files"')).toMatch(
+      /fs\.inotify\.max_user_instances=1024/,
+    );
+    expect(startFailureHint('listen tcp 127.0.0.1:6443: bind: address already in use')).toMatch(/port clash/);
   });
 });

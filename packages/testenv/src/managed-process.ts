@@ -94,7 +94,7 @@ export class ManagedProcess {
       : 'is running';
     const tail = await tailFile(this.spec.logPath, 20);
     return new ProcessError(
-      `${this.spec.name} ${how} during start: \`${this.spec.command} ${this.spec.args.join(' ')}\`; last lines of ${this.spec.logPath}:\n${tail}\nfix: read the log above; a port clash or a stale data directory are the usual causes (\`pnpm baton testenv down --all\` clears leftovers)`,
+      `${this.spec.name} ${how} during start: \`${this.spec.command} ${this.spec.args.join(' ')}\`; last lines of ${this.spec.logPath}:\n${tail}\nfix: ${startFailureHint(tail)}`,
       { details: { component: this.spec.name, logPath: this.spec.logPath, exit: this.exited } },
     );
   }
@@ -129,4 +129,13 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
   }
+}
+
+/** What to do about a component that died while starting, from the last lines of its log. */
+export function startFailureHint(logTail: string): string {
+  // A bed with a real node holds 18 inotify instances (control plane 10, node 8): the kernel's default per-user
+  // limit of 128 runs out at the eighth.
+  if (/too many open files/i.test(logTail))
+    return 'the inotify instances of this user ran out (a bed with a real node holds 18): raise them with `sysctl -w fs.inotify.max_user_instances=1024` (scripts/setup.sh does), or run fewer beds at once';
+  return 'read the log above; a port clash or a stale data directory are the usual causes (`pnpm baton testenv down --all` clears leftovers)';
 }
