@@ -1,12 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FleetResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile, statusOf } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
-import { stringify } from 'yaml';
+import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
+import { parse, stringify } from 'yaml';
+import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
 import { startTestController, type TestController } from './gitops-controller.js';
 import type { HandoffEnv } from './handoff-env.js';
 import { eventually } from './kube.js';
@@ -25,6 +26,90 @@ export async function startClusters(n: number, prefix: string): Promise<Cluster[
     throw err;
   }
   return out;
+}
+
+/** A fleet target with a real node: baton-controller's Pod runs there, pulling from its own Git server in the bed. */
+export interface RealFleetTarget {
+  readonly cluster: Cluster;
+  /** Its handoff side: the profile in a Git repository served in the bed, the pinned image in the bed's registry. */
+  readonly side: BatonControllerEnv;
+}
+
+/**
+ * Starts `n` real clusters with a real node each (one after another: on 2 cores parallel starts only slow each other
+ * down), each with baton-controller's side. Beds have no route to each other, so each serves its own Git repository.
+ */
+export async function startRealFleetTargets(n: number, prefix: string): Promise<RealFleetTarget[]> {
+  const out: RealFleetTarget[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const cluster = await startCluster({ name: `${prefix}-${i}`, node: defaultNodeKind({}) });
+      try {
+        const side = await createBatonControllerEnv({
+          kubeconfigPath: cluster.kubeconfigPath,
+          clusterName: cluster.name,
+          realNode: cluster.realNode,
+        });
+        out.push({ cluster, side });
+      } catch (err) {
+        await cluster.stop();
+        throw err;
+      }
+    }
+  } catch (err) {
+    await stopRealFleetTargets(out);
+    throw err;
+  }
+  return out;
+}
+
+export async function stopRealFleetTargets(targets: readonly RealFleetTarget[]): Promise<void> {
+  await Promise.all(
+    targets.map(async (t) => {
+      await t.side.stop();
+      await t.cluster.stop();
+    }),
+  );
+}
+
+/**
+ * What differs between one target's plan and another's: where its controller pulls from (its bed's Git server, its
+ * commit, its pull credential) and its push-only Secret files, with every path made absolute (a fleet file's
+ * relative paths resolve against the template's folder). Audit and journal stay the template's: a fleet has one log.
+ */
+export function targetOverrides(side: BatonControllerEnv): Record<string, unknown> {
+  const plan = parse(readFileSync(side.planPath, 'utf8')) as {
+    push: { manifests: string; secrets?: { name: string; fromFile: string }[] };
+    pull: { credential: { fromFile: string }; source: Record<string, unknown> };
+  };
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(side.dir, p));
+  return {
+    push: {
+      manifests: abs(plan.push.manifests),
+      secrets: (plan.push.secrets ?? []).map((s) => ({ ...s, fromFile: abs(s.fromFile) })),
+    },
+    pull: { credential: { fromFile: abs(plan.pull.credential.fromFile) }, source: plan.pull.source },
+  };
+}
+
+/**
+ * Holds a real node's Pods back (cordon: the controller's Pod stays Pending, so the takeover waits) or lets them
+ * run again (uncordon).
+ */
+export async function setSchedulable(cluster: Cluster, schedulable: boolean): Promise<void> {
+  const k = clientsFromKubeconfigFile(cluster.kubeconfigPath);
+  const name = cluster.realNode?.nodeName;
+  if (!name) throw new Error(`${cluster.name} has no real node to cordon`);
+  for (;;) {
+    const node = await k.core.readNode({ name });
+    node.spec = { ...node.spec, unschedulable: !schedulable };
+    try {
+      await k.core.replaceNode({ name, body: node });
+      return;
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err; // the kubelet updated it meanwhile: read it again
+    }
+  }
 }
 
 /** The test controller of each cluster (the pull side), started and stopped one by one. */

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DecodedFleetEntry, type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, Journal } from '@baton/core';
@@ -6,27 +6,35 @@ import type { ClusterResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import type { Cluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
 import {
-  Controllers,
   fleetUp,
+  type RealFleetTarget,
   resetCluster,
+  setSchedulable,
   spawnFleetUp,
-  startClusters,
+  startRealFleetTargets,
+  stopRealFleetTargets,
+  targetOverrides,
   writeFleetFile,
 } from '../../support/fleet-env.js';
-import { createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { bootstrapMints, JWT_PATTERN } from '../../support/handoff-run.js';
 import { eventually } from '../../support/kube.js';
 
-// One set of 8 real clusters for every case of the local engine (about 4 GB): cases that need clusters never
-// handed off reset some of them first (namespaces and cluster-wide RBAC deleted). A handoff mostly waits, but 8 of
-// them on 2 shared cores take minutes: each case has a generous deadline (a timing, not a product, assertion).
+// One set of 8 real clusters for every case of the local engine (about 6 GB), each with a real node where
+// baton-controller takes over from its own bed's Git server: cases that need clusters never handed off reset some of
+// them first (baton-system deleted). A controller is held back by cordoning its node (its Pod stays Pending). A
+// handoff mostly waits, but 8 of them on 2 shared cores take minutes: each case has a generous deadline (a timing, not
+// a product, assertion).
 const CASE_MS = 1_200_000;
 
+let targets: RealFleetTarget[] = [];
 let clusters: Cluster[] = [];
-let env: HandoffEnv;
-let controllers: Controllers;
-const NAMESPACES = ['gitops-system', 'baton-system'];
+/** The template's side: its plan is the fleet's defaults; its audit log and journal are the fleet's. */
+let env: BatonControllerEnv;
+let template = '';
+const NAMESPACES = ['baton-system'];
 const names = () => clusters.map((c) => c.name);
 const file = (name: string) => join(env.dir, `${name}.yaml`);
 const statuses = (r: { waves: readonly { clusters: readonly ClusterResult[] }[] }) =>
@@ -56,20 +64,40 @@ function peakOverlap(records: readonly HandoffRecord[]): number {
   return peak;
 }
 
+/** Each cluster's own Git source and push-only Secret files (the template's are the first cluster's). */
+const overrides = (of: readonly Cluster[], extra: Record<string, Record<string, unknown>> = {}) =>
+  Object.fromEntries(
+    of.map((c) => {
+      const side = targets.find((t) => t.cluster === c)!.side;
+      return [c.name, { ...targetOverrides(side), ...extra[c.name] }];
+    }),
+  );
+
+/** The commit baton-controller last applied on `c`, from its GitSync's status. */
+async function appliedRevision(c: Cluster): Promise<string | undefined> {
+  const k = clientsFromKubeconfigFile(c.kubeconfigPath);
+  const gs = await k.objects
+    .read({
+      apiVersion: 'baton.dev/v1alpha1',
+      kind: 'GitSync',
+      metadata: { name: 'baton-controller', namespace: 'baton-system' },
+    })
+    .catch(() => undefined);
+  return (gs as { status?: { lastAppliedRevision?: string } } | undefined)?.status?.lastAppliedRevision;
+}
+
 beforeAll(async () => {
-  clusters = await startClusters(8, `fleet-${process.pid}`);
-  env = await createHandoffEnv({
-    kubeconfigPath: clusters[0]!.kubeconfigPath,
-    plan: { takeover: { timeoutSeconds: 300 }, push: { budgetSeconds: 300 } },
-  });
-  controllers = new Controllers(env, clusters);
-  for (const n of names()) controllers.start(n);
+  targets = await startRealFleetTargets(8, `fleet-${process.pid}`);
+  clusters = targets.map((t) => t.cluster);
+  env = targets[0]!.side;
+  // 8 handoffs on 2 cores: the takeover gets more time than one handoff's plan gives it.
+  const plan = parse(readFileSync(env.planPath, 'utf8')) as Record<string, Record<string, unknown>>;
+  template = join(env.dir, 'fleet-template.yaml');
+  writeFileSync(template, stringify({ ...plan, takeover: { ...plan.takeover, timeoutSeconds: 300 } }));
 });
 
 afterAll(async () => {
-  await controllers?.stopAll();
-  await env?.stop();
-  await Promise.all(clusters.map((c) => c.stop()));
+  await stopRealFleetTargets(targets);
 });
 
 describe('baton fleet up, local engine, 8 real clusters', () => {
@@ -77,11 +105,12 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     'hands off 8 clusters, a canary then the rest 4 at a time, into one log that verifies',
     async () => {
       const f = writeFleetFile(file('all'), {
-        template: env.planPath,
+        template,
         clusters,
         waves: [{ count: 1 }, {}],
         concurrency: 4,
         failureBudget: 0,
+        overrides: overrides(clusters),
       });
       const r = await fleetUp(['-f', f]);
       expect(r.code, r.stderr.slice(-3000)).toBe(0);
@@ -145,15 +174,15 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     async () => {
       const four = clusters.slice(0, 4);
       for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
-      await controllers.stop(four[0]!.name);
-      for (const c of four.slice(1)) await controllers.restart(c.name);
+      // Its controller's Pod never starts.
+      await setSchedulable(four[0]!, false);
       const since = Date.now();
-      const stuck = { [four[0]!.name]: { takeover: { timeoutSeconds: 10 } } };
+      const stuck = overrides(four, { [four[0]!.name]: { takeover: { timeoutSeconds: 10 } } });
 
       const halted = await fleetUp([
         '-f',
         writeFleetFile(file('halt'), {
-          template: env.planPath,
+          template,
           clusters: four,
           waves: [{ count: 1 }, {}],
           concurrency: 4,
@@ -173,7 +202,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
       const partial = await fleetUp([
         '-f',
         writeFleetFile(file('partial'), {
-          template: env.planPath,
+          template,
           clusters: [four[1]!, four[0]!, four[2]!, four[3]!],
           waves: [{ count: 1 }, {}],
           concurrency: 4,
@@ -195,6 +224,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
       // The failed cluster's credential was revoked and proven like any other.
       const failed = partial.result.waves[1]!.clusters[0]!.summary as HandoffSummary;
       expect(failed.proof?.probeStatus).toBe(401);
+      await setSchedulable(four[0]!, true);
     },
     CASE_MS,
   );
@@ -204,16 +234,16 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     async () => {
       const four = clusters.slice(4);
       for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
-      await controllers.restart(four[0]!.name);
       const since = Date.now();
       // Wave 2's controllers are held back, so its handoffs are caught waiting in the takeover when the kill comes.
-      for (const c of four.slice(1)) await controllers.stop(c.name);
+      for (const c of four.slice(1)) await setSchedulable(c, false);
       const f = writeFleetFile(file('kill'), {
-        template: env.planPath,
+        template,
         clusters: four,
         waves: [{ count: 1 }, {}],
         concurrency: 4,
         failureBudget: 0,
+        overrides: overrides(four),
       });
       const child = spawnFleetUp(['-f', f]);
       let stderr = '';
@@ -239,15 +269,12 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
       expect(await exited).toBe('SIGKILL');
 
       // The controllers take over what was pushed; the rerun must finish those handoffs without minting again.
-      const k = four.map((c) => clientsFromKubeconfigFile(c.kubeconfigPath));
-      for (const c of four.slice(1)) controllers.start(c.name);
+      for (const c of four.slice(1)) await setSchedulable(c, true);
       await eventually(
         async () => {
-          for (const kc of k.slice(1)) {
-            const cm = await kc.core
-              .readNamespacedConfigMap({ namespace: 'gitops-system', name: env.loaded.plan.controller.status.name })
-              .catch(() => undefined);
-            if (cm?.data?.revision !== env.revision) return false;
+          for (const c of four.slice(1)) {
+            const side = targets.find((t) => t.cluster === c)!.side;
+            if ((await appliedRevision(c)) !== side.revision) return false;
           }
           return true;
         },
