@@ -11,14 +11,12 @@ import {
   kindsFromCrds,
   serverSideApply,
 } from '@baton/kube';
-import { eventually } from '../test/support/kube.js';
-import { startLocalHandoff } from '../test/support/local-handoff.js';
+import { pollUntil } from '@baton/testenv';
+import { startLocalHandoff } from './local-handoff.js';
 import { median } from './stats.js';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
-// `--test-controller`: the small test profile and its in-process helper instead of baton-controller.
-const controller = args.includes('--test-controller') ? 'test-helper' : 'baton-controller';
 const resultPath = new URL('./results/handoff.json', import.meta.url).pathname;
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const r2 = (n: number) => Math.round(n * 100) / 100;
@@ -89,21 +87,21 @@ function takeoverRequestRate(
 }
 
 for (let i = 0; i < runs; i++) {
-  const local = await startLocalHandoff({ name: `bench-handoff-${process.pid}-${i}`, controller });
+  const local = await startLocalHandoff(`bench-handoff-${process.pid}-${i}`);
   try {
     const operator = clientsFromKubeconfigFile(local.kubeconfigPath);
-    const { plan } = local.env.loaded;
+    const { plan } = local.loaded;
     const objects = baseline(
       plan,
       loadManifestSet(plan).objects.map((m) => m.object),
     );
     const t0 = performance.now();
     await serverSideApply(operator, objects, { fieldManager: 'baseline-push' });
-    await eventually(
-      async () => (await deploymentState(operator, 'baseline-system', `${plan.controller.name}-baseline`)).isAvailable,
-      120_000,
-      'baseline Deployment Available',
-      250,
+    await pollUntil(
+      async () =>
+        (await deploymentState(operator, 'baseline-system', `${plan.controller.name}-baseline`)).isAvailable ||
+        undefined,
+      { timeoutMs: 120_000, intervalMs: 250, what: 'the baseline Deployment to be Available' },
     );
     const purePushSeconds = (performance.now() - t0) / 1000;
     const lines: Parameters<typeof takeoverRequestRate>[0] = [];
@@ -152,7 +150,7 @@ const pick = (k: keyof (typeof samples)[number]) => r2(median(samples.map((s) =>
 const result = {
   runs,
   measuredAt: new Date().toISOString(),
-  controller,
+  controller: 'baton-controller',
   totalSeconds: pick('totalSeconds'),
   readinessSeconds: pick('readinessSeconds'),
   liveSeconds: pick('liveSeconds'),
