@@ -22,7 +22,9 @@ let git: GitServer;
 const envs: HandoffEnv[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 1 });
+  // No node: every handoff here fails or is refused before a controller could run (the takeover never comes), so
+  // no Pod needs to start; a fake node would only pretend Pods ran.
+  cluster = await startCluster({ node: 'kwok', nodes: 0 });
   git = await startGitServer();
 });
 
