@@ -8,11 +8,17 @@
 // Writes bench/results/admission.json with medians. Flux's and Argo CD's builds must be cached (`pnpm test:flux`,
 // `pnpm baton testenv build --flux --argocd`) or take minutes.
 import { writeFile } from 'node:fs/promises';
-import { type HandoffSummary, loadHandoffPlan, loadManifestSet, runHandoff } from '@baton/core';
+import {
+  createHandoffDeps,
+  createLogger,
+  type HandoffSummary,
+  loadHandoffPlan,
+  loadManifestSet,
+  runHandoff,
+} from '@baton/core';
 import { clientsFromKubeconfigFile, describeObject, type KubeObject, statusOf } from '@baton/kube';
 import { type HandoffBed, KubeHttp } from '@baton/testenv';
 import { startDemoBed } from '../scripts/demo/bed.js';
-import { testHandoffDeps } from '../test/support/handoff-run.js';
 import { median, round } from './stats.js';
 
 const args = process.argv.slice(2);
@@ -118,10 +124,13 @@ for (const profile of profiles) {
       const loaded = loadHandoffPlan(bed.side.planPath);
       let atPush: PluginTime | undefined;
       let confined: PluginTime | undefined;
-      const { deps } = testHandoffDeps(loaded, bed.kubeconfigPath, {
-        onStep: async (step) => {
-          if (step === 'push') atPush = await pluginTime(http);
-          else if (atPush && !confined) confined = delta(atPush, await pluginTime(http));
+      const deps = createHandoffDeps(loaded, clientsFromKubeconfigFile(bed.kubeconfigPath), {
+        overrides: {
+          log: createLogger({ level: 'silent' }),
+          onStep: async (step) => {
+            if (step === 'push') atPush = await pluginTime(http);
+            else if (atPush && !confined) confined = delta(atPush, await pluginTime(http));
+          },
         },
       });
       const s: HandoffSummary = await runHandoff(loaded, deps);

@@ -10,9 +10,9 @@ import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
   goVersion,
+  pollUntil,
   startCluster,
 } from '@baton/testenv';
-import { adminClients, eventually } from '../test/support/kube.js';
 import { median, peakRssKB } from './stats.js';
 
 const args = process.argv.slice(2);
@@ -72,7 +72,7 @@ for (let i = 0; i < runs; i++) {
   const c: Cluster = await startCluster({ nodes: 2, binaries: bins });
   startSeconds.push((performance.now() - t0) / 1000);
   try {
-    const admin = adminClients(c.kubeconfigPath);
+    const admin = clientsFromKubeconfigFile(c.kubeconfigPath);
     const t1 = performance.now();
     await admin.apps.createNamespacedDeployment({
       namespace: 'default',
@@ -88,17 +88,15 @@ for (let i = 0; i < runs; i++) {
         },
       },
     });
-    await eventually(
+    await pollUntil(
       async () => {
         const d = await admin.apps.readNamespacedDeployment({ namespace: 'default', name: 'bench' });
-        return (
+        const available =
           d.status?.conditions?.some((x) => x.type === 'Available' && x.status === 'True') === true &&
-          d.status?.availableReplicas === 2
-        );
+          d.status?.availableReplicas === 2;
+        return available || undefined;
       },
-      60_000,
-      'bench Deployment Available',
-      50,
+      { timeoutMs: 60_000, intervalMs: 50, what: 'the bench Deployment to be Available' },
     );
     availableSeconds.push((performance.now() - t1) / 1000);
     const breakdown: Record<string, number> = {};
