@@ -23,8 +23,13 @@ import {
 } from '@baton/fleet';
 import { createFleetView } from '@baton/fleet/progress';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import { Controllers, resetCluster, startClusters, writeFleetFile } from '../test/support/fleet-env.js';
-import { createHandoffEnv } from '../test/support/handoff-env.js';
+import {
+  resetCluster,
+  startRealFleetTargets,
+  stopRealFleetTargets,
+  targetOverrides,
+  writeFleetFile,
+} from '../test/support/fleet-env.js';
 import { median, peakRssKB } from './stats.js';
 
 const args = process.argv.slice(2);
@@ -136,10 +141,9 @@ async function simulated() {
 }
 
 async function real() {
-  const clusters = await startClusters(8, `bench-fleet-${process.pid}`);
-  const env = await createHandoffEnv({ kubeconfigPath: clusters[0]!.kubeconfigPath });
-  const controllers = new Controllers(env, clusters);
-  for (const c of clusters) controllers.start(c.name);
+  const beds = await startRealFleetTargets(8, `bench-fleet-${process.pid}`);
+  const clusters = beds.map((b) => b.cluster);
+  const env = beds[0]!.side;
   try {
     const path = writeFleetFile(`${env.dir}/bench.yaml`, {
       template: env.planPath,
@@ -147,6 +151,7 @@ async function real() {
       waves: [{}],
       concurrency: 1,
       failureBudget: 0,
+      overrides: Object.fromEntries(beds.map((b) => [b.cluster.name, targetOverrides(b.side)])),
     });
     const fleet = parseFleetText(await readFile(path, 'utf8'), path);
     const targets = renderTargets(fleet);
@@ -157,11 +162,7 @@ async function real() {
     let orchestratorPeakMB = 0;
     for (let i = 0; i < runs; i++) {
       for (const concurrency of [1, 4]) {
-        if (!first) {
-          for (const c of clusters) await resetCluster(c.kubeconfigPath, ['gitops-system', 'baton-system']);
-          // A reset cluster's controller runs as a ServiceAccount that no longer exists: start it again.
-          for (const c of clusters) await controllers.restart(c.name);
-        }
+        if (!first) for (const c of clusters) await resetCluster(c.kubeconfigPath, ['baton-system']);
         first = false;
         const audit = await openFleetAudit({
           ...targets[0]!.loaded.plan.audit,
@@ -178,7 +179,7 @@ async function real() {
             depsFor: async (t) =>
               createHandoffDeps(t.loaded, clientsFromKubeconfigFile(t.loaded.plan.cluster.kubeconfig!), {
                 via: 'fleet',
-                overrides: { log: silentLogger(), audit: audit.sink, resolveRevision: async () => env.revision },
+                overrides: { log: silentLogger(), audit: audit.sink },
               }),
           }),
         });
@@ -205,12 +206,10 @@ async function real() {
       targets: { speedupAtLeast3x: c1 / c4 >= 3 },
       samples: byConcurrency,
       notes:
-        'one wave of 8 (no canary), so the ratio is the concurrency alone; the test controller helper reconciles each cluster; clustersRssMB sums VmRSS of every component (etcd, apiserver, controller-manager, scheduler, kwok) of the 8 clusters after a run',
+        "one wave of 8 (no canary), so the ratio is the concurrency alone; each cluster has a real node where baton-controller takes over from its own bed's Git server; clustersRssMB sums VmRSS of every component of the 8 clusters (control plane, registry, containerd, kubelet, kube-proxy, CoreDNS) after a run",
     };
   } finally {
-    await controllers.stopAll();
-    await env.stop();
-    await Promise.all(clusters.map((c) => c.stop()));
+    await stopRealFleetTargets(beds);
   }
 }
 

@@ -19,6 +19,8 @@ export async function createBatonControllerEnv(o: {
   clusterName?: string;
   /** The cluster's real node: the controller then runs as a container kubelet pulled by the pinned digest. */
   realNode?: RealNodeInfo | null;
+  /** Directory for the plan and its files. @default a new temp dir */
+  dir?: string;
 }): Promise<BatonControllerEnv> {
   const side = await startBatonControllerSide({
     ...o,

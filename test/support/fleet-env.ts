@@ -8,25 +8,11 @@ import { clientsFromKubeconfigFile, statusOf } from '@baton/kube';
 import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
 import { parse, stringify } from 'yaml';
 import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
-import { startTestController, type TestController } from './gitops-controller.js';
-import type { HandoffEnv } from './handoff-env.js';
 import { eventually } from './kube.js';
 
 const execFileAsync = promisify(execFile);
 const TSX = ['--conditions=@baton/source', '--import', 'tsx'];
 const CLI = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url));
-
-/** Starts `n` real clusters one after another (2 cores: parallel starts only slow each other down). */
-export async function startClusters(n: number, prefix: string): Promise<Cluster[]> {
-  const out: Cluster[] = [];
-  try {
-    for (let i = 0; i < n; i++) out.push(await startCluster({ name: `${prefix}-${i}`, nodes: 1 }));
-  } catch (err) {
-    await Promise.all(out.map((c) => c.stop()));
-    throw err;
-  }
-  return out;
-}
 
 /** A fleet target with a real node: baton-controller's Pod runs there, pulling from its own Git server in the bed. */
 export interface RealFleetTarget {
@@ -39,16 +25,27 @@ export interface RealFleetTarget {
  * Starts `n` real clusters with a real node each (one after another: on 2 cores parallel starts only slow each other
  * down), each with baton-controller's side. Beds have no route to each other, so each serves its own Git repository.
  */
-export async function startRealFleetTargets(n: number, prefix: string): Promise<RealFleetTarget[]> {
+export async function startRealFleetTargets(
+  n: number,
+  prefix: string,
+  o: {
+    /** Each side's files go in `<sidesDir>/<cluster>` (a shard image carries them: not under /tmp). */
+    readonly sidesDir?: string;
+    /** Called once each cluster is up, before its side starts (e.g. to link it to a management bed). */
+    readonly onCluster?: (c: Cluster) => Promise<void>;
+  } = {},
+): Promise<RealFleetTarget[]> {
   const out: RealFleetTarget[] = [];
   try {
     for (let i = 0; i < n; i++) {
       const cluster = await startCluster({ name: `${prefix}-${i}`, node: defaultNodeKind({}) });
       try {
+        await o.onCluster?.(cluster);
         const side = await createBatonControllerEnv({
           kubeconfigPath: cluster.kubeconfigPath,
           clusterName: cluster.name,
           realNode: cluster.realNode,
+          ...(o.sidesDir ? { dir: join(o.sidesDir, cluster.name) } : {}),
         });
         out.push({ cluster, side });
       } catch (err) {
@@ -109,54 +106,6 @@ export async function setSchedulable(cluster: Cluster, schedulable: boolean): Pr
     } catch (err) {
       if (statusOf(err) !== 409) throw err; // the kubelet updated it meanwhile: read it again
     }
-  }
-}
-
-/** The test controller of each cluster (the pull side), started and stopped one by one. */
-export class Controllers {
-  readonly #running = new Map<string, TestController>();
-  readonly #env: HandoffEnv;
-  readonly #clusters: readonly Cluster[];
-
-  constructor(env: HandoffEnv, clusters: readonly Cluster[]) {
-    this.#env = env;
-    this.#clusters = clusters;
-  }
-
-  start(name: string): void {
-    if (this.#running.has(name)) return;
-    const c = this.#clusters.find((x) => x.name === name)!;
-    const p = this.#env.loaded.plan;
-    this.#running.set(
-      name,
-      startTestController({
-        kubeconfigPath: c.kubeconfigPath,
-        repoUrl: this.#env.repoUrl,
-        credentials: this.#env.git.credentials,
-        path: 'controller',
-        namespace: p.controller.namespace,
-        serviceAccount: p.controller.serviceAccount,
-        deployment: p.controller.name,
-        statusName: p.controller.status.name,
-        // Each reconcile clones the repository: 8 of them every second would load the machine for nothing.
-        intervalMs: 2000,
-      }),
-    );
-  }
-
-  async stop(name: string): Promise<void> {
-    await this.#running.get(name)?.stop();
-    this.#running.delete(name);
-  }
-
-  /** Stops and starts it again: after a reset its ServiceAccount is new, and the old token no longer works. */
-  async restart(name: string): Promise<void> {
-    await this.stop(name);
-    this.start(name);
-  }
-
-  async stopAll(): Promise<void> {
-    await Promise.all([...this.#running.keys()].map((n) => this.stop(n)));
   }
 }
 
@@ -229,7 +178,7 @@ export function spawnFleetUp(args: readonly string[]) {
 
 /**
  * Makes a handed-off (or half handed-off) test cluster new again: deletes the controller's and baton's namespaces
- * and the profile's cluster-wide RBAC, and waits until the namespaces are gone.
+ * and waits until they are gone. Cluster-wide objects stay: the next push applies them again.
  */
 export async function resetCluster(kubeconfigPath: string, namespaces: readonly string[]): Promise<void> {
   const k = clientsFromKubeconfigFile(kubeconfigPath);
@@ -237,8 +186,6 @@ export async function resetCluster(kubeconfigPath: string, namespaces: readonly 
     if (statusOf(err) !== 404) throw err;
   };
   for (const name of namespaces) await k.core.deleteNamespace({ name }).catch(ignore404);
-  await k.rbac.deleteClusterRoleBinding({ name: 'gitops-controller' }).catch(ignore404);
-  await k.rbac.deleteClusterRole({ name: 'gitops-controller' }).catch(ignore404);
   await eventually(
     async () => {
       for (const name of namespaces) {

@@ -7,7 +7,6 @@ import { formatTrustedKeys, generateSigningKey, writeSigningKeyFile } from '@bat
 import { type LoadedPlan, loadHandoffPlan } from '@baton/core';
 import { type GitServer, startGitServer } from '@baton/testenv';
 import { parse, stringify } from 'yaml';
-import { startTestController, type TestController } from './gitops-controller.js';
 
 /** The test controller profile's manifests. */
 export const CONTROLLER_MANIFESTS = fileURLToPath(new URL('../fixtures/handoff/controller', import.meta.url));
@@ -83,19 +82,4 @@ export async function createHandoffEnv(o: HandoffEnvOptions): Promise<HandoffEnv
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Starts the test controller helper for `env`'s plan and repository (see gitops-controller.ts). */
-export function startControllerFor(env: HandoffEnv, kubeconfigPath: string): TestController {
-  const p = env.loaded.plan;
-  return startTestController({
-    kubeconfigPath,
-    repoUrl: env.repoUrl,
-    credentials: env.git.credentials,
-    path: 'controller',
-    namespace: p.controller.namespace,
-    serviceAccount: p.controller.serviceAccount,
-    deployment: p.controller.name,
-    statusName: p.controller.status.name,
-  });
 }

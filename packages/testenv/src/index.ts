@@ -64,8 +64,8 @@ export { ImagePullError, parseDigestReference, pullImage } from './image-pull.js
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
-export type { BedNetwork } from './node/bed-network.js';
-export { createBedNetwork, removeBedNetwork } from './node/bed-network.js';
+export type { BedNetwork, LinkableBed } from './node/bed-network.js';
+export { createBedNetwork, linkBeds, removeBedNetwork } from './node/bed-network.js';
 export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
 export {
   COREDNS_VERSION,

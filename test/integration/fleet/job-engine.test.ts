@@ -1,30 +1,42 @@
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
-import type { HandoffPlan } from '@baton/core';
+import { type HandoffPlan, loadHandoffPlan } from '@baton/core';
 import { buildWaveJob, defaultShardImage, journalName, parseIndexes } from '@baton/fleet';
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
-import { type Cluster, pushShardImage, startCluster } from '@baton/testenv';
+import { type Cluster, linkBeds, pushShardImage, startCluster } from '@baton/testenv';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Controllers, fleetUp, resetCluster, writeFleetFile } from '../../support/fleet-env.js';
-import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
+import { parse, stringify } from 'yaml';
+import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
+import {
+  fleetUp,
+  type RealFleetTarget,
+  resetCluster,
+  setSchedulable,
+  startRealFleetTargets,
+  stopRealFleetTargets,
+  targetOverrides,
+  writeFleetFile,
+} from '../../support/fleet-env.js';
 import { eventually } from '../../support/kube.js';
 
 // The Job engine against a management cluster with a real node: its kube-controller-manager runs the real Job
 // controller, and kubelet and containerd run each shard pod from the baton CLI image the Job engine pins, with the
-// plan's files added (ADR 0008: the shard reads them where the orchestrator rendered them). The 3 targets are kwok
-// clusters inside the management bed's network namespace, so that the shard pods reach their apiservers (beds have
-// no route to each other); their pull side is the test controller, on the host.
+// plan's files added (ADR 0008: the shard reads them where the orchestrator rendered them). The 3 targets are beds of
+// their own with a real node each, where baton-controller takes over from its bed's Git server; each is linked to the
+// management bed (`linkBeds`) so that the shard Pods reach its apiserver. A held-back controller is a cordoned node.
 
 const CASE_MS = 1_200_000;
 const NS = 'baton-fleet';
 const SA = 'baton-fleet-shard';
 
 let management: Cluster;
-const targets: Cluster[] = [];
-let env: HandoffEnv;
-let controllers: Controllers;
+let targetBeds: RealFleetTarget[] = [];
+let targets: Cluster[] = [];
+/** The first target's side: its plan is the fleet's defaults, its audit log the fleet's. */
+let env: BatonControllerEnv;
+let template = '';
 let mgmt: KubeClients;
 let batch: BatchV1Api;
 let image: string;
@@ -71,8 +83,9 @@ function fleetFile(
   clusters: readonly Cluster[],
   o: { budget: number; retries: number; overrides?: Record<string, Record<string, unknown>> },
 ) {
+  const sideOf = (c: Cluster) => targetBeds.find((t) => t.cluster === c)!.side;
   const path = writeFleetFile(join(env.dir, `${name}.yaml`), {
-    template: env.planPath,
+    template,
     clusters: [],
     waves: [{ count: 1 }, {}],
     concurrency: 2,
@@ -82,7 +95,7 @@ function fleetFile(
       clusters: clusters.map((c) => ({
         name: c.name,
         secretRef: { name: `${c.name}-kubeconfig`, namespace: NS },
-        ...(o.overrides?.[c.name] ? { overrides: o.overrides[c.name] } : {}),
+        overrides: { ...targetOverrides(sideOf(c)), ...o.overrides?.[c.name] },
       })),
       job: { image, namespace: NS, serviceAccountName: SA },
     },
@@ -95,8 +108,19 @@ const jobsOf = async (fleetRunId: string) =>
 
 beforeAll(async () => {
   management = await startCluster({ name: `fleet-mgmt-${process.pid}`, node: 'real' });
-  for (let i = 0; i < 3; i++)
-    targets.push(await startCluster({ name: `fleet-target-${process.pid}-${i}`, nodes: 1, inBedOf: management }));
+  // The shard image carries each target's plan files at their paths, outside /tmp (the image's volume is there).
+  planFilesDir = mkdtempSync('/var/tmp/baton-fleet-plan-');
+  const mgmtNode = management.realNode!;
+  targetBeds = await startRealFleetTargets(3, `fleet-target-${process.pid}`, {
+    sidesDir: planFilesDir,
+    onCluster: (c) => linkBeds(mgmtNode, c.realNode!),
+  });
+  targets = targetBeds.map((t) => t.cluster);
+  env = targetBeds[0]!.side;
+  // Two waves on 2 cores beside a real node each: the takeover gets more time than one handoff's plan gives it.
+  const plan = parse(readFileSync(env.planPath, 'utf8')) as Record<string, Record<string, unknown>>;
+  template = join(env.dir, 'fleet-template.yaml');
+  writeFileSync(template, stringify({ ...plan, takeover: { ...plan.takeover, timeoutSeconds: 300 } }));
   mgmt = clientsFromKubeconfigFile(management.kubeconfigPath);
   batch = mgmt.kc.makeApiClient(BatchV1Api);
   await setUpManagement(mgmt);
@@ -108,25 +132,16 @@ beforeAll(async () => {
         stringData: { value: readFileSync(t.kubeconfigPath, 'utf8') },
       },
     });
-  // The shard image carries the plan's files at their paths, outside /tmp (the image's volume is there): a copy of
-  // the manifests in /var/tmp, wherever the checkout is.
-  planFilesDir = mkdtempSync('/var/tmp/baton-fleet-plan-');
-  cpSync(CONTROLLER_MANIFESTS, join(planFilesDir, 'controller'), { recursive: true });
-  env = await createHandoffEnv({
-    kubeconfigPath: targets[0]!.kubeconfigPath,
-    manifests: join(planFilesDir, 'controller'),
-    plan: { takeover: { timeoutSeconds: 300 }, push: { budgetSeconds: 300 } },
+  const files = targetBeds.flatMap((t) => {
+    const loaded = loadHandoffPlan(t.side.planPath);
+    return planFiles(loaded.plan);
   });
-  controllers = new Controllers(env, targets);
-  for (const t of targets) controllers.start(t.name);
-  image = await pushShardImage(management.realNode!.pushImage, defaultShardImage(), planFiles(env.loaded.plan));
+  image = await pushShardImage(mgmtNode.pushImage, defaultShardImage(), files);
 }, 900_000);
 
 afterAll(async () => {
-  await controllers?.stopAll();
-  await env?.stop();
-  // The targets run in the management bed's namespace: they stop first.
-  await Promise.all(targets.map((c) => c.stop()));
+  // Each target's link to the management bed goes with either namespace.
+  await stopRealFleetTargets(targetBeds);
   await management?.stop();
   if (planFilesDir) rmSync(planFilesDir, { recursive: true, force: true });
 });
@@ -136,8 +151,9 @@ describe('baton fleet up --engine job', () => {
     'hands off every target through Indexed Jobs; a shard pod killed mid-handoff is retried and resumes',
     async () => {
       const killed = targets[2]!;
-      // Its controller waits: the shard stays in the takeover wait, credential live and lock held, until killed.
-      await controllers.stop(killed.name);
+      // Its controller waits (its Pod stays Pending): the shard stays in the takeover wait, credential live and lock
+      // held, until killed.
+      await setSchedulable(killed, false);
       const run = fleetUp([
         '-f',
         fleetFile('job', targets, { budget: 0, retries: 1 }),
@@ -198,7 +214,7 @@ describe('baton fleet up --engine job', () => {
         `the replacement shard of ${killed.name} waiting for the takeover`,
         200,
       );
-      controllers.start(killed.name);
+      await setSchedulable(killed, true);
       const r = await run;
       expect(r.code, r.stderr.slice(-3000)).toBe(0);
       expect(r.result.waves.map((w) => w.clusters.map((c) => [c.name, c.status]))).toEqual([
@@ -246,8 +262,8 @@ describe('baton fleet up --engine job', () => {
     'a failing canary with a budget of 0 fails its Job, and the next wave’s Job is never created (exit 1)',
     async () => {
       const [canary, next] = [targets[0]!, targets[1]!];
-      await resetCluster(canary.kubeconfigPath, ['gitops-system', 'baton-system']);
-      await controllers.stop(canary.name);
+      await resetCluster(canary.kubeconfigPath, ['baton-system']);
+      await setSchedulable(canary, false);
       const r = await fleetUp([
         '-f',
         fleetFile('job-halt', [canary, next], {

@@ -130,3 +130,63 @@ export async function removeBedNetwork(name: string, hostLink: string): Promise<
   await run('ip', ['netns', 'del', name]).catch(() => {});
   await run('ip', ['link', 'del', hostLink]).catch(() => {});
 }
+
+/** Where a bed's real node is, as far as a link between beds needs it. */
+export interface LinkableBed {
+  /** `ip netns` name of the bed's namespace. */
+  readonly netns: string;
+  readonly nodeIp: string;
+}
+
+/**
+ * The /30 of the link from a bed to `to`, and the link's interface names in each namespace: derived from `to`'s node
+ * address (unique on the machine, so one bed's links never share a subnet) and from the beds' names.
+ */
+export function bedLinkOf(
+  from: LinkableBed,
+  to: LinkableBed,
+): { fromIp: string; toIp: string; fromLink: string; toLink: string } {
+  const [, , third, fourth] = to.nodeIp.split('.').map(Number) as [number, number, number, number];
+  const base = fourth - (fourth % 4);
+  const name = (peer: string) => `bl${createHash('sha256').update(peer).digest('hex').slice(0, 11)}`;
+  return {
+    fromIp: `${LINK_RANGE}.${third}.${base + 1}`,
+    toIp: `${LINK_RANGE}.${third}.${base + 2}`,
+    fromLink: name(to.netns),
+    toLink: name(from.netns),
+  };
+}
+
+/** Each link between two beds gets a /30 of this range (inside the two namespaces only, never on the host). */
+const LINK_RANGE = '10.251';
+
+/**
+ * Lets the Pods of bed `from` reach bed `to`'s node address (a fleet's shard Pods in the management bed reaching
+ * each target's apiserver), and nothing else: a veth pair between the two namespaces, a route to `to`'s node address
+ * in `from`, and a masquerade of what leaves `from` by that link (every bed has the same Pod range, so `to` could not
+ * answer a Pod's own address). `to` gets no route back to anything but the link's address. Nothing is added on the
+ * host; the link goes when either namespace is deleted.
+ * @throws ProcessError when a step fails.
+ */
+export async function linkBeds(from: LinkableBed, to: LinkableBed): Promise<void> {
+  const l = bedLinkOf(from, to);
+  await ip('link', 'add', l.fromLink, 'netns', from.netns, 'type', 'veth', 'peer', 'name', l.toLink, 'netns', to.netns);
+  await ip('-n', from.netns, 'addr', 'add', `${l.fromIp}/30`, 'dev', l.fromLink);
+  await ip('-n', from.netns, 'link', 'set', l.fromLink, 'up');
+  await ip('-n', to.netns, 'addr', 'add', `${l.toIp}/30`, 'dev', l.toLink);
+  await ip('-n', to.netns, 'link', 'set', l.toLink, 'up');
+  await ip('-n', from.netns, 'route', 'add', `${to.nodeIp}/32`, 'via', l.toIp, 'dev', l.fromLink);
+  const inFrom = wrapInNetns(from.netns);
+  for (const [command, args] of [
+    ['sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']],
+    ['iptables', ['-t', 'nat', '-A', 'POSTROUTING', '-o', l.fromLink, '-j', 'MASQUERADE']],
+  ] as const) {
+    const w = inFrom(command, args);
+    await run(w.command, w.args).catch((err: unknown) => {
+      throw new ProcessError(
+        `${command} ${args.join(' ')} in ${from.netns} failed: ${String((err as { stderr?: string }).stderr ?? err).trim()}`,
+        { cause: err },
+      );
+    });
+  }
+}
