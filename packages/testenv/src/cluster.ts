@@ -51,13 +51,6 @@ export interface StartClusterOptions {
    * nodes and no Pod ever running. @default 'kwok'
    */
   readonly node?: 'kwok' | 'real';
-  /**
-   * Runs this cluster (kwok nodes only) inside the network namespace of `bed`, a running cluster with a real node,
-   * bound to its node address: `bed`'s Pods reach this apiserver as they reach their own, and the host reaches it
-   * through `bed`'s veth. What a fleet's management cluster needs of its targets, whose shard Pods hand them off
-   * (beds have no route to each other). Stop it before `bed`.
-   */
-  readonly inBedOf?: Cluster;
   /** Write the apiserver audit log (Metadata level for every request). @default true */
   readonly auditLog?: boolean;
   /** Keep the data directory after stop (for inspection). @default false */
@@ -228,25 +221,21 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     options.node === 'real'
       ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: bin.kubernetesVersion })
       : null;
-  const guestOf = guestNetwork(options);
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
   const net = nodeBin ? await createBedNetwork(name) : null;
-  const netOfComponents = net ?? guestOf;
   let layout: ClusterLayout;
   let pki: ClusterPki;
   try {
-    pki = await createClusterPki(
-      net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : { ...(guestOf && { nodeIp: guestOf.nodeIp }) },
-    );
-    layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, netOfComponents, !!net);
+    pki = await createClusterPki(net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : {});
+    layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, net, !!net);
   } catch (err) {
     if (net) await removeBedNetwork(net.name, net.hostLink);
     throw err;
   }
 
   const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
-  const components = new ClusterComponents(layout, netOfComponents, {
+  const components = new ClusterComponents(layout, net, {
     name,
     server: layout.server,
     kubeconfigPath: layout.kubeconfigs.admin,
@@ -302,19 +291,6 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     await cluster.stop().catch(() => {});
     throw err;
   }
-}
-
-/** The namespace a guest cluster (`inBedOf`) runs in. @throws ConfigError when the bed has no real node. */
-function guestNetwork(options: StartClusterOptions): ComponentNetwork | null {
-  const bed = options.inBedOf;
-  if (!bed) return null;
-  if (options.node === 'real')
-    throw new ConfigError(`inBedOf: ${bed.name} holds one real node already; start this cluster with node: 'kwok'`);
-  if (!bed.realNode)
-    throw new ConfigError(
-      `inBedOf: ${bed.name} has no real node, hence no network namespace to run in; start it with node: 'real'`,
-    );
-  return { nodeIp: bed.realNode.nodeIp, wrap: bed.realNode.wrap };
 }
 
 /** @throws ConfigError for a name or node count out of range. */
