@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FleetResult } from '@baton/fleet';
@@ -71,22 +71,27 @@ export async function stopRealFleetTargets(targets: readonly RealFleetTarget[]):
 
 /**
  * What differs between one target's plan and another's: where its controller pulls from (its bed's Git server, its
- * commit, its pull credential) and its push-only Secret files, with every path made absolute (a fleet file's
- * relative paths resolve against the template's folder). Audit and journal stay the template's: a fleet has one log.
+ * commit, its pull credential) and its push-only Secret files, as the plan loader resolved them (absolute paths: a
+ * fleet file's relative paths would resolve against the template's folder). Audit and journal stay the template's:
+ * a fleet has one log.
  */
 export function targetOverrides(side: BatonControllerEnv): Record<string, unknown> {
-  const plan = parse(readFileSync(side.planPath, 'utf8')) as {
-    push: { manifests: string; secrets?: { name: string; fromFile: string }[] };
-    pull: { credential: { fromFile: string }; source: Record<string, unknown> };
-  };
-  const abs = (p: string) => (isAbsolute(p) ? p : resolve(side.dir, p));
+  const { push, pull } = side.loaded.plan;
   return {
-    push: {
-      manifests: abs(plan.push.manifests),
-      secrets: (plan.push.secrets ?? []).map((s) => ({ ...s, fromFile: abs(s.fromFile) })),
-    },
-    pull: { credential: { fromFile: abs(plan.pull.credential.fromFile) }, source: plan.pull.source },
+    push: { manifests: push.manifests, secrets: push.secrets.map((s) => ({ name: s.name, fromFile: s.fromFile })) },
+    pull: { credential: { fromFile: pull.credential.fromFile }, source: pull.source },
   };
+}
+
+/**
+ * Writes the fleet's defaults: `side`'s plan with a longer takeover (several handoffs share 2 cores beside a real
+ * node each), next to it so its relative paths still resolve. Returns its path.
+ */
+export function writeFleetTemplate(side: BatonControllerEnv, takeoverSeconds: number): string {
+  const plan = parse(readFileSync(side.planPath, 'utf8')) as Record<string, Record<string, unknown>>;
+  const path = join(side.dir, 'fleet-template.yaml');
+  writeFileSync(path, stringify({ ...plan, takeover: { ...plan.takeover, timeoutSeconds: takeoverSeconds } }));
+  return path;
 }
 
 /**

@@ -1,13 +1,12 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
-import { type HandoffPlan, loadHandoffPlan } from '@baton/core';
+import type { HandoffPlan } from '@baton/core';
 import { buildWaveJob, defaultShardImage, journalName, parseIndexes } from '@baton/fleet';
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
 import { type Cluster, linkBeds, pushShardImage, startCluster } from '@baton/testenv';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
 import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
 import {
   fleetUp,
@@ -18,6 +17,7 @@ import {
   stopRealFleetTargets,
   targetOverrides,
   writeFleetFile,
+  writeFleetTemplate,
 } from '../../support/fleet-env.js';
 import { eventually } from '../../support/kube.js';
 
@@ -117,10 +117,7 @@ beforeAll(async () => {
   });
   targets = targetBeds.map((t) => t.cluster);
   env = targetBeds[0]!.side;
-  // Two waves on 2 cores beside a real node each: the takeover gets more time than one handoff's plan gives it.
-  const plan = parse(readFileSync(env.planPath, 'utf8')) as Record<string, Record<string, unknown>>;
-  template = join(env.dir, 'fleet-template.yaml');
-  writeFileSync(template, stringify({ ...plan, takeover: { ...plan.takeover, timeoutSeconds: 300 } }));
+  template = writeFleetTemplate(env, 300);
   mgmt = clientsFromKubeconfigFile(management.kubeconfigPath);
   batch = mgmt.kc.makeApiClient(BatchV1Api);
   await setUpManagement(mgmt);
@@ -132,10 +129,7 @@ beforeAll(async () => {
         stringData: { value: readFileSync(t.kubeconfigPath, 'utf8') },
       },
     });
-  const files = targetBeds.flatMap((t) => {
-    const loaded = loadHandoffPlan(t.side.planPath);
-    return planFiles(loaded.plan);
-  });
+  const files = targetBeds.flatMap((t) => planFiles(t.side.loaded.plan));
   image = await pushShardImage(mgmtNode.pushImage, defaultShardImage(), files);
 }, 900_000);
 

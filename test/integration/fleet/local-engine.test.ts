@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DecodedFleetEntry, type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, Journal } from '@baton/core';
@@ -6,7 +6,6 @@ import type { ClusterResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import type { Cluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
 import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
 import {
   fleetUp,
@@ -18,6 +17,7 @@ import {
   stopRealFleetTargets,
   targetOverrides,
   writeFleetFile,
+  writeFleetTemplate,
 } from '../../support/fleet-env.js';
 import { bootstrapMints, JWT_PATTERN } from '../../support/handoff-run.js';
 import { eventually } from '../../support/kube.js';
@@ -90,10 +90,7 @@ beforeAll(async () => {
   targets = await startRealFleetTargets(8, `fleet-${process.pid}`);
   clusters = targets.map((t) => t.cluster);
   env = targets[0]!.side;
-  // 8 handoffs on 2 cores: the takeover gets more time than one handoff's plan gives it.
-  const plan = parse(readFileSync(env.planPath, 'utf8')) as Record<string, Record<string, unknown>>;
-  template = join(env.dir, 'fleet-template.yaml');
-  writeFileSync(template, stringify({ ...plan, takeover: { ...plan.takeover, timeoutSeconds: 300 } }));
+  template = writeFleetTemplate(env, 300);
 });
 
 afterAll(async () => {

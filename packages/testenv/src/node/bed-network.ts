@@ -33,16 +33,19 @@ export interface BedNetwork {
   wrap(command: string, args: readonly string[]): { command: string; args: string[] };
 }
 
-const ip = async (...args: string[]) => {
+/** Runs a network tool; a failure names the command line, its stderr and `hint`. */
+async function tool(command: string, args: readonly string[], hint: string): Promise<string> {
   try {
-    return (await run('ip', args)).stdout;
+    return (await run(command, [...args])).stdout;
   } catch (err) {
     throw new ProcessError(
-      `ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? err).trim()}; a bed with a real node needs root and the iproute2 tools`,
+      `${command} ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? err).trim()}; ${hint}`,
       { cause: err },
     );
   }
-};
+}
+
+const ip = (...args: string[]) => tool('ip', args, 'a bed with a real node needs root and the iproute2 tools');
 
 /** The /30 blocks the host already holds in the bed range (other beds', live or left over). */
 async function usedSlots(): Promise<Set<number>> {
@@ -176,17 +179,10 @@ export async function linkBeds(from: LinkableBed, to: LinkableBed): Promise<void
   await ip('-n', to.netns, 'addr', 'add', `${l.toIp}/30`, 'dev', l.toLink);
   await ip('-n', to.netns, 'link', 'set', l.toLink, 'up');
   await ip('-n', from.netns, 'route', 'add', `${to.nodeIp}/32`, 'via', l.toIp, 'dev', l.fromLink);
-  const inFrom = wrapInNetns(from.netns);
-  for (const [command, args] of [
-    ['sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']],
-    ['iptables', ['-t', 'nat', '-A', 'POSTROUTING', '-o', l.fromLink, '-j', 'MASQUERADE']],
-  ] as const) {
-    const w = inFrom(command, args);
-    await run(w.command, w.args).catch((err: unknown) => {
-      throw new ProcessError(
-        `${command} ${args.join(' ')} in ${from.netns} failed: ${String((err as { stderr?: string }).stderr ?? err).trim()}`,
-        { cause: err },
-      );
-    });
-  }
+  const inFrom = (command: string, ...args: string[]) => {
+    const w = wrapInNetns(from.netns)(command, args);
+    return tool(w.command, w.args, `linking ${from.netns} to ${to.netns} needs root, sysctl and iptables`);
+  };
+  await inFrom('sysctl', '-q', '-w', 'net.ipv4.ip_forward=1');
+  await inFrom('iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', l.fromLink, '-j', 'MASQUERADE');
 }
