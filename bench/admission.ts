@@ -204,7 +204,7 @@ const result = {
   profiles: perProfile,
   targets,
   notes:
-    "Admission time is the API server's own histogram apiserver_admission_controller_admission_duration_seconds for name=ValidatingAdmissionPolicy, summed over operations, as deltas: baseline = around the operator's plain server-side apply of the same set (no policy) on a fresh bed; confined = from the start of the handoff's push step to the start of takeover (the bootstrap identity's writes under the plan's policy, with the CRD waits). Both windows include whatever else the cluster does meanwhile (controllers, the pod runner). meanMsPerRequest = admissionMs / requests; within5msShare = requests in the histogram's first bucket (≤ 5 ms).",
+    "Admission time is the API server's own histogram apiserver_admission_controller_admission_duration_seconds for name=ValidatingAdmissionPolicy, summed over operations, as deltas: baseline = around the operator's plain server-side apply of the same set (no policy) on a fresh bed; confined = from the start of the handoff's push step to the start of takeover (the bootstrap identity's writes under the plan's policy, with the CRD waits). Both windows include whatever else the cluster does meanwhile (controllers, kubelet). meanMsPerRequest = admissionMs / requests; within5msShare = requests in the histogram's first bucket (≤ 5 ms).",
 };
 await writeFile(resultPath, `${JSON.stringify(result, null, 2)}\n`);
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

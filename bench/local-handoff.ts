@@ -12,7 +12,7 @@ import {
   runHandoff,
 } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import { defaultNodeKind, startBatonControllerSide, startBedCluster } from '@baton/testenv';
+import { startBatonControllerSide, startBedCluster } from '@baton/testenv';
 
 const PROFILE = fileURLToPath(new URL('../bootstrap-manifests/baton-controller', import.meta.url));
 
@@ -28,7 +28,7 @@ export interface LocalHandoff {
 
 /** Starts a real local cluster (a real node unless the version has no kubelet build), the side and a plan. */
 export async function startLocalHandoff(name: string): Promise<LocalHandoff> {
-  const cluster = await startBedCluster({ name, node: defaultNodeKind({}) });
+  const cluster = await startBedCluster({ name, node: 'real' });
   const { kubeconfigPath } = cluster;
   try {
     const side = await startBatonControllerSide({

@@ -1,7 +1,7 @@
 // The handoff part of `pnpm bench:pulumi`, on the packages a user installs: the runtime closure of @baton/cli and
 // @baton/pulumi packed and npm-installed into a project outside the repository (test/support/outside-install.ts), whose
 // TypeScript program is compiled with its own tsc. A handoff through `pulumi up` of that project against the
-// installed `baton up` of the same plan. Every sample gets a fresh bed (cluster, Git server, pod runner), and the
+// installed `baton up` of the same plan. Every sample gets a fresh bed (cluster, real node, Git server), and the
 // order alternates (pulumi, cli, cli, pulumi, …) so a machine that warms up or gets busier during the run favours
 // neither path. The seconds before the mint are split by the language host's and the provider's timestamps.
 import { execFile } from 'node:child_process';

@@ -74,7 +74,7 @@ export function startDemoBed(
 
 /**
  * A bed that outlives the demo (`--keep`): `baton testenv up --bed`'s background host runs the cluster, the Git server
- * and the pod runner until `pnpm baton testenv down --name <name>`. The demo reads it from the files the host reports
+ * and the real node until `pnpm baton testenv down --name <name>`. The demo reads it from the files the host reports
  * (its plan, pull credential and webhook key), as a person following the handoff by hand would.
  * @throws when the host cannot start the bed (nothing is left running then).
  */

@@ -17,8 +17,8 @@ export interface BatonControllerEnv extends BatonControllerSide {
 export async function createBatonControllerEnv(o: {
   kubeconfigPath: string;
   clusterName?: string;
-  /** The cluster's real node: the controller then runs as a container kubelet pulled by the pinned digest. */
-  realNode?: RealNodeInfo | null;
+  /** The cluster's real node: the controller runs there as a container kubelet pulled by the pinned digest. */
+  realNode: RealNodeInfo | null;
   /** Directory for the plan and its files. @default a new temp dir */
   dir?: string;
 }): Promise<BatonControllerEnv> {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FleetResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile, statusOf } from '@baton/kube';
-import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
 import { parse, stringify } from 'yaml';
 import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
 import { eventually } from './kube.js';
@@ -38,7 +38,7 @@ export async function startRealFleetTargets(
   const out: RealFleetTarget[] = [];
   try {
     for (let i = 0; i < n; i++) {
-      const cluster = await startCluster({ name: `${prefix}-${i}`, node: defaultNodeKind({}) });
+      const cluster = await startCluster({ name: `${prefix}-${i}`, node: 'real' });
       try {
         await o.onCluster?.(cluster);
         const side = await createBatonControllerEnv({

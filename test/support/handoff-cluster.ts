@@ -1,4 +1,4 @@
-import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
 
@@ -20,7 +20,7 @@ export function useHandoffCluster(): HandoffCluster {
   let cluster: Cluster | undefined;
   let env: BatonControllerEnv | undefined;
   beforeAll(async () => {
-    cluster = await startCluster({ node: defaultNodeKind({}) });
+    cluster = await startCluster({ node: 'real' });
     env = await createBatonControllerEnv({
       kubeconfigPath: cluster.kubeconfigPath,
       clusterName: cluster.name,

@@ -65,21 +65,6 @@ async function main(): Promise<number> {
     void controller.stop();
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
-  // Set by testenv's pod runner only: a local stand-in for a pod must not outlive its "kubelet". Signal 0 is
-  // enough for that owner (a test process its own parent reaps); the product's full PID check, isProcessAlive of
-  // @baton/audit, is not a dependency of the controller image.
-  const owner = Number(env.BATON_OWNER_PID ?? 0);
-  if (owner > 0) {
-    const timer = setInterval(() => {
-      try {
-        process.kill(owner, 0);
-      } catch {
-        clearInterval(timer);
-        onSignal('owner-exit');
-      }
-    }, 1_000);
-    timer.unref();
-  }
   process.once('SIGINT', () => onSignal('SIGINT'));
   await controller.done;
   return 0;

@@ -213,13 +213,14 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
   const version = options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {};
   const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress, ...version }));
-  if (options.node === 'real' && !nodeVersionFor(bin.kubernetesVersion))
+  const nodeVersion = nodeVersionFor(bin.kubernetesVersion);
+  if (options.node === 'real' && !nodeVersion)
     throw new ConfigError(
-      `node: 'real' on Kubernetes ${bin.kubernetesVersion}: the test bed builds kubelet only for ${NODE_KUBERNETES_VERSIONS.join(', ')}; use node: 'kwok' (or --node kwok) for this version`,
+      `node: 'real' on Kubernetes ${bin.kubernetesVersion}: the test bed builds kubelet only for ${NODE_KUBERNETES_VERSIONS.join(', ')}; use one of those versions`,
     );
   const nodeBin =
-    options.node === 'real'
-      ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: bin.kubernetesVersion })
+    options.node === 'real' && nodeVersion
+      ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: nodeVersion })
       : null;
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);

@@ -7,7 +7,6 @@ import { ConfigError, ProcessError } from '@baton/errors';
 import { DEFAULT_CACHE_DIR, extendImage, filesLayer, type TarEntry, treeEntries } from '@baton/image';
 import { withFileLock } from './file-lock.js';
 import { cacheRoot } from './paths.js';
-import { type LocalRegistry, startRegistry } from './registry.js';
 
 const run = promisify(execFile);
 const REPO_ROOT = new URL('../../../', import.meta.url).pathname;
@@ -63,22 +62,6 @@ async function runImageBuild(what: string, args: readonly string[]): Promise<str
       );
     }
   });
-}
-
-/**
- * A local registry serving the controller image built from these sources, after checking that the profile's
- * Deployment pins that digest (the bed runs what the manifests pin, never something else).
- * @throws ConfigError when `deploymentPath` pins another digest: rebuild and pin with `pnpm image:build --pin`.
- */
-export async function startControllerImageRegistry(deploymentPath: string): Promise<LocalRegistry> {
-  const registry = await startRegistry();
-  try {
-    await pushControllerImage(deploymentPath, registry.push);
-    return registry;
-  } catch (err) {
-    await registry.stop();
-    throw err;
-  }
 }
 
 /**

@@ -6,16 +6,9 @@ import { join } from 'node:path';
 import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
 import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from './cluster.js';
-import {
-  CONTROLLER_IMAGE,
-  pinnedControllerImage,
-  pushControllerImage,
-  startControllerImageRegistry,
-} from './controller-image.js';
+import { CONTROLLER_IMAGE, pinnedControllerImage, pushControllerImage } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
-import { defaultNodeKind } from './node/node-binaries.js';
-import { startPodRunner } from './pod-runner.js';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {
@@ -27,7 +20,7 @@ export interface AuditKeyPaths {
 
 /** Options of {@link startBatonControllerSide}. */
 export interface StartBatonControllerSideOptions {
-  /** Admin kubeconfig of the cluster the pod runner watches. */
+  /** Admin kubeconfig of the cluster (the plan's `cluster.kubeconfig`). */
   readonly kubeconfigPath: string;
   /** The plan's `cluster.name`. @default 'e2e' */
   readonly clusterName?: string;
@@ -39,11 +32,10 @@ export interface StartBatonControllerSideOptions {
   readonly writeAuditKeys: (paths: AuditKeyPaths) => Promise<void>;
   /**
    * The cluster's real node: the controller's Pod runs from the image the profile pins, pulled by that digest from
-   * the bed's registry by kubelet, and the Git server is served at the node address. Without one (kwok: the
-   * Kubernetes versions whose kubelet the bed does not build, `pnpm test:compat`), the pod runner runs the same image
-   * from a local registry.
+   * the bed's registry by kubelet, and the Git server is served at the node address. Required: nothing else runs
+   * a Pod (a kwok node would leave the controller Pending forever).
    */
-  readonly realNode?: RealNodeInfo | null;
+  readonly realNode: RealNodeInfo | null;
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and its Pod running. */
@@ -71,12 +63,14 @@ export interface ControllerSide extends AuditKeyPaths, SideBase {
 
 /**
  * Renders the profile for a fresh Git repository (the push points the GitSync at it, and Git carries the same files),
- * writes the pull credential and webhook key files, the audit keys (through the caller) and a plan, and starts the
- * pod runner so the controller Deployment runs as a local process with its pod's identity.
- * @throws when the Git server or the pod runner cannot start; nothing is left running then.
+ * writes the pull credential and webhook key files, the audit keys (through the caller) and a plan, and pushes the
+ * controller image the profile pins to the bed's registry (kubelet pulls it by that digest).
+ * @throws ConfigError without a real node or when the profile pins another digest; else when the Git server cannot
+ *   start (nothing is left running then).
  */
 export function startBatonControllerSide(o: StartBatonControllerSideOptions): Promise<BatonControllerSide> {
-  return startSide(o.dir, 'baton-e2e-', o.realNode ?? null, async (dir, git) => {
+  const realNode = requireRealNode(o.realNode, 'a baton-controller bed');
+  return startSide(o.dir, 'baton-e2e-', realNode, async (dir, git) => {
     await git.createRepo('cluster-config');
     const url = git.repoUrl('cluster-config');
     const gitPath = 'clusters/demo';
@@ -99,67 +93,57 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
     writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
-    const { image, ...runner } = await startControllerPods(o);
+    const controllerImage = await pushPinnedControllerImage(o.profileDir, realNode);
     return {
-      runner,
-      side: {
-        controllerImage: image,
-        revision,
-        planPath,
-        pushDir,
-        gitPath,
-        pullCredentialPath,
-        webhookSecretPath,
-        ...keys,
-        secretValues: [git.credentials.password, webhookKey],
-      },
+      controllerImage,
+      revision,
+      planPath,
+      pushDir,
+      gitPath,
+      pullCredentialPath,
+      webhookSecretPath,
+      ...keys,
+      secretValues: [git.credentials.password, webhookKey],
     };
   });
 }
 
-/** baton-controller's image in the bed's registry (real node), or a registry and the pod runner (kwok). */
-async function startControllerPods(
-  o: StartBatonControllerSideOptions,
-): Promise<{ readonly image: string; stop(): Promise<void> }> {
-  const pinned = readdirSync(o.profileDir)
+/**
+ * Pushes the baton-controller image the profile pins to the bed's registry (which answers for ghcr.io by digest, so
+ * kubelet pulls the pinned reference) and returns that reference.
+ * @throws ConfigError when no manifest of the profile pins the image by digest, or pins another digest.
+ */
+async function pushPinnedControllerImage(profileDir: string, realNode: RealNodeInfo): Promise<string> {
+  const pinned = readdirSync(profileDir)
     .filter((f) => f.endsWith('.yaml'))
     .map((f) => ({
-      path: join(o.profileDir, f),
-      image: pinnedControllerImage(readFileSync(join(o.profileDir, f), 'utf8')),
+      path: join(profileDir, f),
+      image: pinnedControllerImage(readFileSync(join(profileDir, f), 'utf8')),
     }))
     .find((f) => f.image);
   if (!pinned?.image)
     throw new ConfigError(
-      `${o.profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (\`pnpm image:build --pin\` pins it)`,
+      `${profileDir}: no manifest pins ${CONTROLLER_IMAGE}@sha256:…; the test bed runs the image by its digest (\`pnpm image:build --pin\` pins it)`,
     );
-  if (o.realNode) {
-    // kubelet pulls the pinned reference; the bed's registry answers for ghcr.io by digest.
-    await pushControllerImage(pinned.path, o.realNode.pushImage);
-    return { image: pinned.image, stop: async () => {} };
-  }
-  const registry = await startControllerImageRegistry(pinned.path);
-  try {
-    const runner = await startPodRunner({
-      kubeconfigPath: o.kubeconfigPath,
-      imagePrefix: CONTROLLER_IMAGE,
-      registryMirrors: { [CONTROLLER_IMAGE.split('/')[0]!]: registry.host },
-    });
-    return {
-      image: pinned.image,
-      async stop() {
-        await runner.stop();
-        await registry.stop();
-      },
-    };
-  } catch (err) {
-    await registry.stop();
-    throw err;
-  }
+  await pushControllerImage(pinned.path, realNode.pushImage);
+  return pinned.image;
+}
+
+/**
+ * The real node a controller side needs: its Pods are started by kubelet, and nothing else starts them.
+ * @throws ConfigError naming the bed and the fix.
+ */
+export function requireRealNode(realNode: RealNodeInfo | null | undefined, what: string): RealNodeInfo {
+  if (!realNode)
+    throw new ConfigError(
+      `${what} needs a real node (its controller runs as a Pod that kubelet starts): start the cluster with node: 'real' (\`--node real\`), not a kwok node`,
+    );
+  return realNode;
 }
 
 /** What a side of a GitOps controller built from Go modules (Flux, Argo CD) is started with, whatever the controller. */
 export interface GitOpsSideOptions {
-  /** Admin kubeconfig of the cluster the pod runners watch. */
+  /** Admin kubeconfig of the cluster (the plan's `cluster.kubeconfig`). */
   readonly kubeconfigPath: string;
   /** The plan's `cluster.name`. @default 'e2e' */
   readonly clusterName?: string;
@@ -188,25 +172,25 @@ export interface SideBase {
   readonly git: GitServer;
   readonly auditLogPath: string;
   readonly journalDir: string;
-  /** Stops what plays kubelet and the Git server; removes `dir` unless `keepFiles`. */
+  /** Stops the Git server; removes `dir` unless `keepFiles`. */
   stop(options?: { readonly keepFiles?: boolean }): Promise<void>;
 }
 
 /**
- * Creates the side's directory (`dirOption` or a new temp dir) and Git server, then `build`s the rest; when `build`
- * throws, the Git server stops and the directory goes. `build` starts what plays kubelet last and returns it.
+ * Creates the side's directory (`dirOption` or a new temp dir) and its Git server in the bed (at the node address),
+ * then `build`s the rest; when `build` throws, the Git server stops and the directory goes.
  */
 export async function startSide<T extends object>(
   dirOption: string | undefined,
   tmpPrefix: string,
-  realNode: RealNodeInfo | null,
-  build: (dir: string, git: GitServer) => Promise<{ readonly runner: { stop(): Promise<void> }; readonly side: T }>,
+  realNode: RealNodeInfo,
+  build: (dir: string, git: GitServer) => Promise<T>,
 ): Promise<T & SideBase> {
   const dir = dirOption ?? mkdtempSync(join(tmpdir(), tmpPrefix));
-  const git = await startGitServer(realNode ? { inBed: realNode } : {});
+  const git = await startGitServer({ inBed: realNode });
   try {
     await mkdir(dir, { recursive: true });
-    const { runner, side } = await build(dir, git);
+    const side = await build(dir, git);
     return {
       ...side,
       dir,
@@ -214,7 +198,6 @@ export async function startSide<T extends object>(
       auditLogPath: join(dir, 'audit', 'handoff.log'),
       journalDir: join(dir, 'journal'),
       async stop(options = {}) {
-        await runner.stop();
         await git.stop();
         if (!options.keepFiles) await rm(dir, { recursive: true, force: true });
       },
@@ -288,7 +271,7 @@ function planFor(p: {
 /** Options of {@link startHandoffBed}. */
 export interface StartHandoffBedOptions
   extends StartBedClusterOptions,
-    Omit<StartBatonControllerSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+    Omit<StartBatonControllerSideOptions, 'kubeconfigPath' | 'clusterName' | 'realNode'> {}
 
 /** A fresh local cluster with a controller side ({@link BatonControllerSide} by default): what a handoff needs. */
 export interface HandoffBed<
@@ -301,7 +284,7 @@ export interface HandoffBed<
   readonly apiserverAuditLogPath: string | null;
   readonly side: S;
   /**
-   * Stops the pod runner and the Git server; stops the cluster unless `keepCluster`; removes the side's files
+   * Stops the Git server; stops the cluster unless `keepCluster`; removes the side's files
    * unless `keepFiles` (default: kept when the cluster is).
    */
   stop(options?: { readonly keepCluster?: boolean; readonly keepFiles?: boolean }): Promise<void>;
@@ -320,7 +303,10 @@ export interface StartBedClusterOptions {
   readonly detached?: boolean;
   /** Kubernetes version (`1.35.4`). @default `BATON_KUBERNETES_VERSION`, else `CONTROL_PLANE_VERSIONS.kubernetes` */
   readonly kubernetesVersion?: string;
-  /** `real`: one real node in the bed's own network namespace (see `startCluster`). @default 'kwok' */
+  /**
+   * `real`: one real node in the bed's own network namespace (see `startCluster`); `kwok` only for a cluster with no
+   * controller side (a side refuses it). @default 'real'
+   */
   readonly node?: 'kwok' | 'real';
 }
 
@@ -376,8 +362,7 @@ export async function startBedCluster(o: StartBedClusterOptions = {}): Promise<B
  */
 export function startHandoffBed(o: StartHandoffBedOptions): Promise<HandoffBed> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  const nodeKind = node ?? defaultNodeKind({ kubernetesVersion });
-  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster) =>
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: node ?? 'real' }, (cluster) =>
     startBatonControllerSide({
       ...sideOptions,
       kubeconfigPath: cluster.kubeconfigPath,
@@ -395,6 +380,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
   o: { readonly [K in keyof StartBedClusterOptions]?: StartBedClusterOptions[K] | undefined },
   startSide: (cluster: BedCluster) => Promise<S>,
 ): Promise<HandoffBed<S>> {
+  if (o.node === 'kwok') requireRealNode(null, 'a handoff bed');
   const cluster = await startBedCluster({
     ...(o.name ? { name: o.name } : {}),
     ...(o.nodes ? { nodes: o.nodes } : {}),

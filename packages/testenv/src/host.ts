@@ -9,7 +9,6 @@ import { parse } from 'yaml';
 import { startCluster } from './cluster.js';
 import { startFluxBed } from './flux/flux-side.js';
 import { startHandoffBed } from './handoff-bed.js';
-import { defaultNodeKind } from './node/node-binaries.js';
 
 const args = new Map<string, string>();
 for (const a of process.argv.slice(2)) {
@@ -25,7 +24,7 @@ async function start(): Promise<{ report: Record<string, unknown>; stop: () => P
   const keep = args.get('keep') === 'true';
   const bed = args.get('bed');
   // A real node unless asked otherwise.
-  const node = (args.get('node') ?? defaultNodeKind({ kubernetesVersion })) as 'real' | 'kwok';
+  const node = (args.get('node') ?? 'real') as 'real' | 'kwok';
   const common = { ...(name ? { name } : {}), ...(kubernetesVersion ? { kubernetesVersion } : {}), nodes, node };
   if (!bed) {
     const cluster = await startCluster({ ...common, keep });

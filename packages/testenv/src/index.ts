@@ -28,16 +28,13 @@ export {
   pushControllerImage,
   pushShardImage,
   SHARD_IMAGE,
-  startControllerImageRegistry,
 } from './controller-image.js';
 export type { DetachedBed, DetachedCluster } from './detached.js';
 export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
-export { pushFluxImages } from './flux/flux-images.js';
-export type { FluxPods, StartFluxPodsOptions } from './flux/flux-pods.js';
-export { FLUX_IMAGES, startFluxPods } from './flux/flux-pods.js';
+export { FLUX_IMAGES, pushFluxImages } from './flux/flux-images.js';
 export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';
 export { startFluxBed, startFluxSide } from './flux/flux-side.js';
 export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
@@ -57,10 +54,6 @@ export type {
   StartHandoffBedOptions,
 } from './handoff-bed.js';
 export { startBatonControllerSide, startBedCluster, startHandoffBed } from './handoff-bed.js';
-export type { ImagePodSpec } from './image-pod.js';
-export { imagePodCommand } from './image-pod.js';
-export type { ImageConfig, PulledImage } from './image-pull.js';
-export { ImagePullError, parseDigestReference, pullImage } from './image-pull.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
@@ -69,14 +62,11 @@ export { createBedNetwork, linkBeds, removeBedNetwork } from './node/bed-network
 export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
 export {
   COREDNS_VERSION,
-  defaultNodeKind,
   ensureNodeBinaries,
   NODE_KUBERNETES_VERSIONS,
 } from './node/node-binaries.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export { pinBedImages } from './pin-bed-images.js';
-export type { LocalPod, LocalPodProcess, PodRunner, RunningPod, StartPodRunnerOptions } from './pod-runner.js';
-export { startPodRunner } from './pod-runner.js';
 export type { PollOptions } from './poll.js';
 export { pollUntil } from './poll.js';
 export { freePorts } from './ports.js';

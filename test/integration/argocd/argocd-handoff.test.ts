@@ -378,8 +378,8 @@ describe('through `pulumi up` (stacks/local with profile argocd: the controller 
   it('hands off to Argo CD with the real engine: receipt in the stack, revoked and proven, nothing secret printed', async () => {
     const bed = bedOf();
     await expectPulumiHandoff(bed, 'argocd');
-    // The stack's pushSecrets config reached the cluster: the Secrets Argo CD's pods read (the pod runner, as a kubelet,
-    // starts none of them without argocd-redis) hold the plan files' values.
+    // The stack's pushSecrets config reached the cluster: the Secrets Argo CD's pods read (kubelet starts none of them
+    // without argocd-redis) hold the plan files' values.
     const admin = clientsFromKubeconfigFile(bed.kubeconfigPath);
     for (const name of ['argocd-redis', 'argocd-secret']) {
       const want = parseAllDocuments(readFileSync(join(bed.side.dir, `${name}.yaml`), 'utf8'))[0]!.toJS() as Record<

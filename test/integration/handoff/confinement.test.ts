@@ -1,6 +1,6 @@
 import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { type KubeObject, probeToken } from '@baton/kube';
-import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
@@ -23,7 +23,7 @@ let stolen = '';
 
 beforeAll(async () => {
   // A real node, or kwok on a version whose kubelet the bed does not build yet (pnpm test:compat).
-  cluster = await startCluster({ node: defaultNodeKind({}) });
+  cluster = await startCluster({ node: 'real' });
   env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
   const admin = adminClients(cluster.kubeconfigPath);
   const { deps, captured } = testHandoffDeps(env.loaded, cluster.kubeconfigPath, {

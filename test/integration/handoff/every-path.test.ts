@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
-import { type Cluster, defaultNodeKind, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
@@ -25,7 +25,7 @@ let cluster: Cluster;
 const envs: BatonControllerEnv[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({ node: defaultNodeKind({}) });
+  cluster = await startCluster({ node: 'real' });
 });
 
 afterAll(async () => {

@@ -94,7 +94,7 @@ function apiserverEventsSince(offset: number): AuditEvent[] {
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
 
-// What the test bed's own agents write with the admin identity (kwok's nodes and their leases, the pod runner's pods),
+// What the test bed's own agents write with the admin identity (the node and its lease, the Pods kubelet reports),
 // and Events: never baton's.
 const TEST_BED_RESOURCES = ['nodes', 'pods', 'events'];
 

@@ -1,4 +1,4 @@
-// `baton testenv up --bed` as a person uses it to follow a handoff by hand: a cluster with its Git server, pod runner
+// `baton testenv up --bed` as a person uses it to follow a handoff by hand: a cluster with its real node, Git server
 // and a ready plan stay up after the command returns; the CLI alone hands it off; `down` stops all of it.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -68,6 +68,19 @@ describe('baton testenv up --bed (a handoff to follow by hand)', () => {
     expect((err as { code: number }).code).toBe(2);
     expect((err as { stderr: string }).stderr).toMatch(
       /--manifests .*docs is not a flux profile \(it has no rules\/profile\.yaml\)/,
+    );
+    const ls = JSON.parse((await baton(['testenv', 'ls', '-o', 'json'])).stdout) as { name: string }[];
+    expect(ls.some((c) => c.name === name)).toBe(false);
+  });
+
+  it('refuses a bed on a kwok node (nothing would start its controller), naming the flag and the fix', async () => {
+    const name = `bedkwok-${process.pid}`;
+    const err = await baton(['testenv', 'up', '--name', name, '--bed', 'baton-controller', '--node', 'kwok']).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect((err as { code: number }).code).toBe(2);
+    expect((err as { stderr: string }).stderr).toMatch(
+      /--bed baton-controller needs a real node \(its controller runs as a Pod that kubelet starts\): drop --node kwok/,
     );
     const ls = JSON.parse((await baton(['testenv', 'ls', '-o', 'json'])).stdout) as { name: string }[];
     expect(ls.some((c) => c.name === name)).toBe(false);

@@ -25,7 +25,7 @@ export interface WaveJobOptions {
   readonly serviceAccountName: string;
   /** The container's args (`fleet shard --wave …`). */
   readonly args: readonly string[];
-  /** Extra pod labels (e.g. the test bed's pod-runner label). */
+  /** Extra pod labels (e.g. a cost-allocation or test-run label). */
   readonly podLabels?: Readonly<Record<string, string>>;
 }
 

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError } from '@baton/errors';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { RealNodeInfo } from '../cluster.js';
 import {
@@ -10,6 +9,7 @@ import {
   type ControllerSide,
   type GitOpsSideOptions,
   type HandoffBed,
+  requireRealNode,
   type StartBedClusterOptions,
   startBedWith,
   startSide,
@@ -44,7 +44,7 @@ export interface StartArgoCdSideOptions extends GitOpsSideOptions {
   /**
    * The cluster's real node: Argo CD's application controller, repo-server and redis run there as containers from
    * images built here (pushed to the bed's registry, pinned by digest in the bed's copy of the profile), reaching each
-   * other through their Services. Required: Argo CD has no pod-runner stand-in.
+   * other through their Services. Required.
    */
   readonly realNode: RealNodeInfo | null;
   /**
@@ -71,11 +71,7 @@ export interface ArgoCdSide extends ControllerSide {
  * @throws ConfigError without a real node; else when the Git server cannot start (nothing is left running then).
  */
 export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCdSide> {
-  const realNode = o.realNode;
-  if (!realNode)
-    throw new ConfigError(
-      'an Argo CD bed runs on a real node only (its pods from images built here): start it attached with node: real; a detached or kwok bed has none',
-    );
+  const realNode = requireRealNode(o.realNode, 'an Argo CD bed');
   const argocd = o.argocd ?? (await ensureArgoCd(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
   return startSide(o.dir, 'baton-argocd-', realNode, async (dir, git) => {
     const images = await pushArgoCdImages(argocd, realNode);
@@ -107,18 +103,15 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
       ),
     );
     return {
-      runner: { stop: async () => {} },
-      side: {
-        revision,
-        planPath,
-        pushDir,
-        gitPath: GIT_PATH,
-        files,
-        pullCredentialPath,
-        ...keys,
-        secretValues: [git.credentials.password, redisPassword, serverKey, ...(o.pullPassword ? [o.pullPassword] : [])],
-        images,
-      },
+      revision,
+      planPath,
+      pushDir,
+      gitPath: GIT_PATH,
+      files,
+      pullCredentialPath,
+      ...keys,
+      secretValues: [git.credentials.password, redisPassword, serverKey, ...(o.pullPassword ? [o.pullPassword] : [])],
+      images,
     };
   });
 }
@@ -263,7 +256,6 @@ export interface StartArgoCdBedOptions
  */
 export function startArgoCdBed(o: StartArgoCdBedOptions): Promise<HandoffBed<ArgoCdSide>> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  // Argo CD runs on a real node only: a detached bed (no real node yet) is refused by startBedCluster.
   return startBedWith({ name, nodes, detached, kubernetesVersion, node: node ?? 'real' }, (cluster: BedCluster) =>
     startArgoCdSide({
       ...sideOptions,

@@ -14,7 +14,7 @@ import {
 import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { KubeHttp } from '../kube-http.js';
-import { COREDNS_VERSION, defaultNodeKind, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
+import { COREDNS_VERSION, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
 import { clusterColumns, nodeColumns } from './columns.js';
 
@@ -231,12 +231,16 @@ function upCommand() {
       const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
       const bed = o.bed ? { profile: o.bed, manifests: bedManifests(o.bed, o.manifests) } : undefined;
       if (!bed && o.manifests) throw new ConfigError('--manifests is an option of --bed: add --bed <profile>');
+      const node = o.node ?? 'real';
+      if (bed && node === 'kwok')
+        throw new ConfigError(
+          `--bed ${bed.profile} needs a real node (its controller runs as a Pod that kubelet starts): drop --node kwok`,
+        );
       const progress = o.json ? () => {} : err;
       if (!o.json)
         err(
           `building or reusing the control-plane binaries (Kubernetes ${kubernetesVersion}), then starting the cluster${bed ? ` and its ${bed.profile} bed` : ''}…`,
         );
-      const node = o.node ?? defaultNodeKind({ kubernetesVersion });
       await ensureUpBinaries(kubernetesVersion, node, bed?.profile, progress);
       const c = await startDetachedCluster({
         ...(o.name ? { name: o.name } : {}),

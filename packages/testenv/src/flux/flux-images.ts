@@ -1,7 +1,12 @@
 import type { RealNodeInfo } from '../cluster.js';
 import { binaryImageLayout } from '../node/binary-image.js';
 import type { FluxControllers } from './flux-controllers.js';
-import { FLUX_IMAGES } from './flux-pods.js';
+
+/** Flux's controller images as the profile names them (bootstrap-manifests/flux pins upstream's tags and digests). */
+export const FLUX_IMAGES = {
+  sourceController: 'ghcr.io/fluxcd/source-controller',
+  kustomizeController: 'ghcr.io/fluxcd/kustomize-controller',
+} as const;
 
 /**
  * Flux's two controllers as OCI images built here from the binaries testenv builds from the same modules (upstream's

@@ -9,17 +9,16 @@ import {
   copyProfileRules,
   type GitOpsSideOptions,
   type HandoffBed,
+  requireRealNode,
   type StartBedClusterOptions,
   startBedWith,
   startSide,
   writeAuditKeyFiles,
   writePullCredential,
 } from '../handoff-bed.js';
-import { defaultNodeKind } from '../node/node-binaries.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
 import { pushFluxImages } from './flux-images.js';
-import { type FluxPods, startFluxPods } from './flux-pods.js';
 
 const REPO = 'cluster-config';
 const CLUSTER_ADMIN_OPTION = join('options', 'cluster-admin-reconciler.yaml');
@@ -39,10 +38,10 @@ const IN_GIT = [
 /** Options of {@link startFluxSide}. */
 export interface StartFluxSideOptions extends GitOpsSideOptions {
   /**
-   * The cluster's real node: Flux's controllers then run as containers from images built here (pushed to the bed's
-   * registry, pinned by digest in the bed's copy of the profile). @default the pod runner
+   * The cluster's real node: Flux's controllers run there as containers from images built here (pushed to the bed's
+   * registry, pinned by digest in the bed's copy of the profile). Required.
    */
-  readonly realNode?: RealNodeInfo | null;
+  readonly realNode: RealNodeInfo | null;
   /** The binaries. @default {@link ensureFluxControllers}() (builds them on a cold machine: minutes) */
   readonly controllers?: FluxControllers;
   /** GitRepository and Kustomization intervals (upstream: 1m0s and 10m0s). @default '5s' and '10s' */
@@ -53,24 +52,23 @@ export interface StartFluxSideOptions extends GitOpsSideOptions {
 export interface FluxSide extends ControllerSide {
   /** Files committed under the Git path, keyed by their path in Git. */
   readonly files: Readonly<Record<string, string>>;
-  /** The Flux pods running as local processes. */
-  /** The pod runner's pods (null on a real node, where kubelet runs them). */
-  readonly pods: FluxPods | null;
-  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest); empty without a real node. */
+  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest). */
   readonly images: Readonly<Record<string, string>>;
 }
 
 /**
  * Renders bootstrap-manifests/flux for a fresh Git repository (the GitRepository points at it), commits Flux's install
  * (without CRDs and RBAC) and the example apps under `clusters/demo`, writes the pull credential, the audit keys
- * (through the caller) and a plan with `push.profile: flux`, and starts Flux's pods as local processes.
- * @throws when the Git server or the pod runners cannot start; nothing is left running then.
+ * (through the caller) and a plan with `push.profile: flux`, after pushing Flux's images to the bed's registry (kubelet
+ * runs the pods).
+ * @throws ConfigError without a real node; else when the Git server cannot start (nothing is left running then).
  */
 export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> {
+  const realNode = requireRealNode(o.realNode, 'a Flux bed');
   const controllers =
     o.controllers ?? (await ensureFluxControllers(o.onBuildProgress ? { onProgress: o.onBuildProgress } : {}));
-  return startSide(o.dir, 'baton-flux-', o.realNode ?? null, async (dir, git) => {
-    const images = o.realNode ? await pushFluxImages(controllers, o.realNode) : {};
+  return startSide(o.dir, 'baton-flux-', realNode, async (dir, git) => {
+    const images = await pushFluxImages(controllers, realNode);
     await git.createRepo(REPO);
     const url = git.repoUrl(REPO);
     const pushDir = join(dir, 'push');
@@ -104,21 +102,16 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
         }),
       ),
     );
-    const pods = o.realNode ? null : await startFluxPods({ kubeconfigPath: o.kubeconfigPath, controllers });
     return {
-      runner: pods ?? { stop: async () => {} },
-      side: {
-        revision,
-        planPath,
-        pushDir,
-        gitPath: GIT_PATH,
-        files,
-        pullCredentialPath,
-        ...keys,
-        secretValues: [git.credentials.password, ...(o.pullPassword ? [o.pullPassword] : [])],
-        pods,
-        images,
-      },
+      revision,
+      planPath,
+      pushDir,
+      gitPath: GIT_PATH,
+      files,
+      pullCredentialPath,
+      ...keys,
+      secretValues: [git.credentials.password, ...(o.pullPassword ? [o.pullPassword] : [])],
+      images,
     };
   });
 }
@@ -161,7 +154,7 @@ function fluxPlan(
 /** Options of {@link startFluxBed}. */
 export interface StartFluxBedOptions
   extends StartBedClusterOptions,
-    Omit<StartFluxSideOptions, 'kubeconfigPath' | 'clusterName'> {}
+    Omit<StartFluxSideOptions, 'kubeconfigPath' | 'clusterName' | 'realNode'> {}
 
 /**
  * A fresh local cluster with {@link FluxSide}: everything a handoff to real Flux needs.
@@ -169,8 +162,7 @@ export interface StartFluxBedOptions
  */
 export function startFluxBed(o: StartFluxBedOptions): Promise<HandoffBed<FluxSide>> {
   const { name, nodes, detached, kubernetesVersion, node, ...sideOptions } = o;
-  const nodeKind = node ?? defaultNodeKind({ kubernetesVersion });
-  return startBedWith({ name, nodes, detached, kubernetesVersion, node: nodeKind }, (cluster: BedCluster) =>
+  return startBedWith({ name, nodes, detached, kubernetesVersion, node: node ?? 'real' }, (cluster: BedCluster) =>
     startFluxSide({
       ...sideOptions,
       kubeconfigPath: cluster.kubeconfigPath,

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { CONTROL_PLANE_VERSIONS, kubeBuildFlags, resolveKubernetesVersion } from '../control-plane-binaries.js';
+import { KUBERNETES_VERSIONS, kubeBuildFlags, resolveKubernetesVersion } from '../control-plane-binaries.js';
 import { ensureGoBuild, type GoBuildResult, type GoBuildSpec } from '../go-build.js';
 import { cacheRoot, goModulesDir } from '../paths.js';
 
@@ -7,7 +7,7 @@ import { cacheRoot, goModulesDir } from '../paths.js';
 export const COREDNS_VERSION = 'v1.15.0';
 
 /** Kubernetes versions whose kubelet and kube-proxy the bed builds (`go/kube-node/<version>`). */
-export const NODE_KUBERNETES_VERSIONS = [CONTROL_PLANE_VERSIONS.kubernetes] as const;
+export const NODE_KUBERNETES_VERSIONS = KUBERNETES_VERSIONS;
 
 /**
  * kubelet and kube-proxy of one version, from a wrapper module of their own: the control plane's module (and so its
@@ -54,17 +54,12 @@ export interface EnsureNodeBinariesOptions {
   readonly force?: boolean;
 }
 
-/** The version of kubelet a bed of Kubernetes `version` runs, or undefined when the bed builds none for it. */
+/**
+ * The version of kubelet and kube-proxy a bed of Kubernetes `version` runs: the same version (each has its own
+ * wrapper module, `go/kube-node/<version>`), or undefined for a version the bed does not build.
+ */
 export function nodeVersionFor(version: string): string | undefined {
   return (NODE_KUBERNETES_VERSIONS as readonly string[]).includes(version) ? version : undefined;
-}
-
-/**
- * The node a bed gets unless told: real, except for a Kubernetes version whose kubelet the bed does not build yet
- * (`pnpm test:compat` of 1.34, 1.35, 1.37).
- */
-export function defaultNodeKind(o: { readonly kubernetesVersion?: string | undefined }): 'real' | 'kwok' {
-  return nodeVersionFor(resolveKubernetesVersion(o.kubernetesVersion)) ? 'real' : 'kwok';
 }
 
 const memo = new Map<string, Promise<NodeBinaries>>();
