@@ -1,7 +1,8 @@
 // `pnpm test:compat [1.35.4 …]`: runs the handoff tests that rest on version-sensitive API server machinery
 // (ValidatingAdmissionPolicy CEL, server-side apply, TokenRequest and the token cache) on every Kubernetes version the
-// test bed builds, one version after another, and writes a results table: test-results/compat.json and the table in
-// docs/compatibility.md. Each version's control plane is built (and cached) first; its build time is reported.
+// test bed builds, one version after another, each on a real node of its own version (kubelet and kube-proxy), and
+// writes a results table: test-results/compat.json and the table in docs/compatibility.md. Each version's control
+// plane and node are built (and cached) first; their build times are reported.
 // Not part of .ci/run (which tests the default version only): on 2 cores a version's build is 10-20 min cold and its
 // tests about 15 min.
 import { spawn } from 'node:child_process';
@@ -10,8 +11,10 @@ import { join } from 'node:path';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
+  ensureNodeBinaries,
   KUBERNETES_VERSION_ENV,
   KUBERNETES_VERSIONS,
+  nodeVersionFor,
   resolveKubernetesVersion,
 } from '@baton/testenv';
 
@@ -44,6 +47,8 @@ interface VersionResult {
   readonly failedTests: readonly string[];
   readonly buildSeconds: number | null;
   readonly built: boolean;
+  /** The kubelet and kube-proxy version of the node the tests ran on, and its build (null when not built). */
+  readonly node?: { readonly kubelet: string; readonly buildSeconds: number; readonly built: boolean } | null;
   readonly testSeconds: number;
   readonly handoffs: readonly Metrics[];
   readonly error?: string;
@@ -82,6 +87,16 @@ async function runVersion(version: string): Promise<VersionResult> {
     built = kube.built;
   } catch (err) {
     return empty(version, `build failed: ${(err as Error).message.split('\n')[0]}`);
+  }
+  let node: VersionResult['node'] = null;
+  try {
+    const kubelet = nodeVersionFor(version);
+    if (!kubelet) return empty(version, 'the test bed builds no kubelet for this version');
+    const bins = await ensureNodeBinaries({ kubernetesVersion: kubelet, onProgress: say });
+    const build = bins.builds.find((b) => b.name === 'kube-node')!;
+    node = { kubelet, buildSeconds: build.buildSeconds, built: build.built };
+  } catch (err) {
+    return empty(version, `node build failed: ${(err as Error).message.split('\n')[0]}`);
   }
   const metricsPath = join(outDir, `${version}.metrics.jsonl`);
   const reportPath = join(outDir, `${version}.vitest.json`);
@@ -128,6 +143,7 @@ async function runVersion(version: string): Promise<VersionResult> {
     failedTests: [...failedTests, ...brokenFiles.map((f) => `${f.name.replace(root, '')}: did not load or run`)],
     buildSeconds,
     built,
+    node,
     testSeconds,
     handoffs,
   };
@@ -181,11 +197,12 @@ function markdownTable(rs: readonly VersionResult[]): string {
       : r.failed
         ? `**fail** (${r.passed} passed, ${r.failed} failed)`
         : `pass (${r.passed})`;
-    return `| ${r.kubernetes.slice(1)}${r.kubernetes === CONTROL_PLANE_VERSIONS.kubernetes ? ' (default)' : ''} | ${r.ranAt.slice(0, 16).replace('T', ' ')} UTC | ${result} | ${cell(happy, 'liveSeconds')} / ${cell(happy, 'writeWindowSeconds')} | ${cell(happy, 'policyBytes')} | ${cell(flux, 'liveSeconds')} / ${cell(flux, 'writeWindowSeconds')} | ${cell(flux, 'policyBytes')} | ${r.buildSeconds ?? '–'}${r.built ? '' : ' (cached)'} | ${r.testSeconds} |`;
+    const node = r.node ? `real, kubelet ${r.node.kubelet.slice(1)}` : 'kwok';
+    return `| ${r.kubernetes.slice(1)}${r.kubernetes === CONTROL_PLANE_VERSIONS.kubernetes ? ' (default)' : ''} | ${r.ranAt.slice(0, 16).replace('T', ' ')} UTC | ${node} | ${result} | ${cell(happy, 'liveSeconds')} / ${cell(happy, 'writeWindowSeconds')} | ${cell(happy, 'policyBytes')} | ${cell(flux, 'liveSeconds')} / ${cell(flux, 'writeWindowSeconds')} | ${cell(flux, 'policyBytes')} | ${r.buildSeconds ?? '–'}${r.built ? '' : ' (cached)'} | ${r.node ? `${r.node.buildSeconds}${r.node.built ? '' : ' (cached)'}` : '–'} | ${r.testSeconds} |`;
   });
   return [
-    '| Kubernetes | last run | result | handoff live / write window (s) | policy (bytes) | Flux live / write window (s) | Flux policy (bytes) | build (s) | tests (s) |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| Kubernetes | last run | node | result | handoff live / write window (s) | policy (bytes) | Flux live / write window (s) | Flux policy (bytes) | control plane build (s) | node build (s) | tests (s) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...rs.flatMap((r) => r.failedTests.map((t) => `- ${r.kubernetes}: ${t}`)),
   ].join('\n');

@@ -64,6 +64,7 @@ export {
   COREDNS_VERSION,
   ensureNodeBinaries,
   NODE_KUBERNETES_VERSIONS,
+  nodeVersionFor,
 } from './node/node-binaries.js';
 export { cacheRoot, goModulesDir } from './paths.js';
 export { pinBedImages } from './pin-bed-images.js';

@@ -22,7 +22,6 @@ let pushCompletedAt = 0;
 let stolen = '';
 
 beforeAll(async () => {
-  // A real node, or kwok on a version whose kubelet the bed does not build yet (pnpm test:compat).
   cluster = await startCluster({ node: 'real' });
   env = await createBatonControllerEnv({ kubeconfigPath: cluster.kubeconfigPath, realNode: cluster.realNode });
   const admin = adminClients(cluster.kubeconfigPath);
