@@ -48,7 +48,7 @@ export interface StartClusterOptions {
   /**
    * `real`: one real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS) and the whole bed inside a network
    * namespace of its own, reached at the node address; `kwok`: fake nodes on loopback, for tests that need many
-   * nodes and no Pod ever running. @default 'kwok'
+   * nodes, or no Pod ever running (say why where it is chosen). @default 'real'
    */
   readonly node?: 'kwok' | 'real';
   /** Write the apiserver audit log (Metadata level for every request). @default true */
@@ -213,15 +213,14 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
   const version = options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {};
   const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress, ...version }));
+  const real = (options.node ?? 'real') === 'real';
   const nodeVersion = nodeVersionFor(bin.kubernetesVersion);
-  if (options.node === 'real' && !nodeVersion)
+  if (real && !nodeVersion)
     throw new ConfigError(
       `node: 'real' on Kubernetes ${bin.kubernetesVersion}: the test bed builds kubelet only for ${NODE_KUBERNETES_VERSIONS.join(', ')}; use one of those versions`,
     );
   const nodeBin =
-    options.node === 'real' && nodeVersion
-      ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: nodeVersion })
-      : null;
+    real && nodeVersion ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: nodeVersion }) : null;
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
   const net = nodeBin ? await createBedNetwork(name) : null;
@@ -305,6 +304,11 @@ function validateStartOptions(options: StartClusterOptions): { name: string; nod
   const nodes = options.nodes ?? 1;
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 100) {
     throw new ConfigError(`--nodes ${nodes} is invalid: use a whole number from 0 to 100`);
+  }
+  if ((options.node ?? 'real') === 'real' && nodes !== 1) {
+    throw new ConfigError(
+      `--nodes ${nodes} counts kwok fake nodes, and a cluster with a real node has exactly one: add --node kwok (node: 'kwok') for ${nodes} fake nodes, or drop --nodes`,
+    );
   }
   return { name, nodes };
 }

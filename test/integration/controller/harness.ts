@@ -29,9 +29,13 @@ export interface ControllerEnv {
   stop(): Promise<void>;
 }
 
-/** Starts a 1-node cluster and a Git server with an empty repository `cluster-config`. */
+/**
+ * Starts a 1-node cluster and a Git server with an empty repository `cluster-config`. The controller's own tests run
+ * it as a process against the real apiserver (as envtest runs a controller), to reach its internals: kwok's node is
+ * enough; the image on a real node is tested by the handoff tests (test/integration/handoff/baton-controller.test.ts).
+ */
 export async function startEnv(): Promise<ControllerEnv> {
-  const [cluster, git] = await Promise.all([startCluster({ nodes: 1 }), startGitServer()]);
+  const [cluster, git] = await Promise.all([startCluster({ node: 'kwok', nodes: 1 }), startGitServer()]);
   await git.createRepo('cluster-config');
   const admin = KubeRestClient.fromKubeconfig(cluster.kubeconfigPath);
   const workDirs: string[] = [];

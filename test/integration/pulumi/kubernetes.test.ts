@@ -64,14 +64,18 @@ function program(spec: () => Spec) {
   };
 }
 
-// One cluster and one Pulumi environment for the file: a control plane takes seconds to start on 2 cores.
+// One cluster and one Pulumi environment for the file: a control plane takes seconds to start on 2 cores. kwok: the
+// provider's own await logic is under test, with an image that no registry here serves (kwok marks its Pods Ready).
 let cluster: Cluster;
 let env: PulumiEnv;
 let clients: ReturnType<typeof kubeClients>;
 let kubeconfig: string;
 
 beforeAll(async () => {
-  [cluster] = await Promise.all([startCluster({ name: `pulumi-it-${process.pid}` }), ensurePulumiEngine()]);
+  [cluster] = await Promise.all([
+    startCluster({ name: `pulumi-it-${process.pid}`, node: 'kwok' }),
+    ensurePulumiEngine(),
+  ]);
   clients = kubeClients(cluster.kubeconfigPath);
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
   env = await pulumiEnv();

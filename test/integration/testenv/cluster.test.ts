@@ -5,12 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClients, eventually, statusOfCall, tokenClients } from '../../support/kube.js';
 
 // One cluster for the properties that later issues rely on: scheduling on kwok nodes, bound
-// ServiceAccount tokens and their revocation, RBAC scoping, and the apiserver audit log.
+// ServiceAccount tokens and their revocation, RBAC scoping, and the apiserver audit log. kwok: two nodes, to see a
+// 2-replica Deployment spread (a bed has one real node).
 let cluster: Cluster;
 let admin: ReturnType<typeof adminClients>;
 
 beforeAll(async () => {
-  cluster = await startCluster({ nodes: 2 });
+  cluster = await startCluster({ node: 'kwok', nodes: 2 });
   admin = adminClients(cluster.kubeconfigPath);
 });
 

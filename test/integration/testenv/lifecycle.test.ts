@@ -22,9 +22,11 @@ function alive(pid: number): boolean {
   }
 }
 
+// The control plane's own lifecycle (processes, data directory, names): kwok, so that no node's start is in the way;
+// the real node's teardown has its own tests (test/integration/node).
 describe('cluster lifecycle', () => {
   it('keeps objects across an apiserver restart (etcd persistence)', async () => {
-    const cluster = await startCluster({ nodes: 0 });
+    const cluster = await startCluster({ node: 'kwok', nodes: 0 });
     try {
       const admin = adminClients(cluster.kubeconfigPath);
       await admin.core.createNamespacedConfigMap({
@@ -43,7 +45,10 @@ describe('cluster lifecycle', () => {
   });
 
   it('runs two clusters side by side, isolated from each other, and reaps every process on stop', async () => {
-    const [a, b] = await Promise.all([startCluster({ nodes: 1 }), startCluster({ nodes: 1 })]);
+    const [a, b] = await Promise.all([
+      startCluster({ node: 'kwok', nodes: 1 }),
+      startCluster({ node: 'kwok', nodes: 1 }),
+    ]);
     const pids = [...Object.values(a.pids), ...Object.values(b.pids)];
     try {
       expect(a.server).not.toBe(b.server);
@@ -68,7 +73,7 @@ describe('cluster lifecycle', () => {
   it('reaps the components when the owning process is killed with SIGKILL', async () => {
     const script = `
       import { startCluster } from '@baton/testenv';
-      const c = await startCluster({ nodes: 0, name: '${ORPHAN}' });
+      const c = await startCluster({ node: 'kwok', nodes: 0, name: '${ORPHAN}' });
       process.stdout.write(JSON.stringify(c.pids) + '\\n');
       setInterval(() => {}, 1 << 30);
     `;
@@ -105,9 +110,9 @@ describe('cluster lifecycle', () => {
   });
 
   it("refuses to start a second cluster under a running one's name, and leaves the running one intact", async () => {
-    const first = await startCluster({ nodes: 0, name: TWICE });
+    const first = await startCluster({ node: 'kwok', nodes: 0, name: TWICE });
     try {
-      const err = await startCluster({ nodes: 0, name: TWICE }).catch((e: unknown) => e);
+      const err = await startCluster({ node: 'kwok', nodes: 0, name: TWICE }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as Error).message).toContain(`a cluster named "${TWICE}" is already running (pid ${process.pid}`);
       expect((err as Error).message).toContain(`baton testenv down --name ${TWICE}`);
@@ -119,6 +124,16 @@ describe('cluster lifecycle', () => {
     }
   });
 
+  it('refuses several nodes on a real-node cluster (the default), naming the option and the fix, and starts nothing', async () => {
+    const name = `manynodes-${process.pid}`;
+    const err = await startCluster({ nodes: 3, name }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toBe(
+      "--nodes 3 counts kwok fake nodes, and a cluster with a real node has exactly one: add --node kwok (node: 'kwok') for 3 fake nodes, or drop --nodes",
+    );
+    expect((await listClusters()).some((c) => c.name === name)).toBe(false);
+  });
+
   it('fails fast, naming the component, its command and its log, when a component exits during start', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'broken-'));
     const broken = join(dir, 'kube-apiserver');
@@ -126,7 +141,7 @@ describe('cluster lifecycle', () => {
     await chmod(broken, 0o755);
     const binaries = { ...(await ensureControlPlaneBinaries()), kubeApiserver: broken };
     const t0 = performance.now();
-    const err = await startCluster({ nodes: 0, binaries, name: BROKEN }).catch((e: unknown) => e);
+    const err = await startCluster({ node: 'kwok', nodes: 0, binaries, name: BROKEN }).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeLessThan(30_000);
     expect(err).toBeInstanceOf(ProcessError);
     const message = (err as Error).message;
