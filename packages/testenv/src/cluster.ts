@@ -208,12 +208,11 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
 }
 
 async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> {
-  const { name, nodes } = validateStartOptions(options);
+  const { name, nodes, real } = validateStartOptions(options);
   const progress = options.onProgress ?? (() => {});
   const deadline = startDeadline(options.startTimeoutMs ?? 120_000, options.signal);
   const version = options.kubernetesVersion ? { kubernetesVersion: options.kubernetesVersion } : {};
   const bin = options.binaries ?? (await ensureControlPlaneBinaries({ onProgress: progress, ...version }));
-  const real = (options.node ?? 'real') === 'real';
   const nodeVersion = nodeVersionFor(bin.kubernetesVersion);
   if (real && !nodeVersion)
     throw new ConfigError(
@@ -294,7 +293,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
 }
 
 /** @throws ConfigError for a name or node count out of range. */
-function validateStartOptions(options: StartClusterOptions): { name: string; nodes: number } {
+function validateStartOptions(options: StartClusterOptions): { name: string; nodes: number; real: boolean } {
   const name = options.name ?? `baton-${randomBytes(3).toString('hex')}`;
   if (!NAME_RE.test(name)) {
     throw new ConfigError(
@@ -305,12 +304,13 @@ function validateStartOptions(options: StartClusterOptions): { name: string; nod
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 100) {
     throw new ConfigError(`--nodes ${nodes} is invalid: use a whole number from 0 to 100`);
   }
-  if ((options.node ?? 'real') === 'real' && nodes !== 1) {
+  const real = (options.node ?? 'real') === 'real';
+  if (real && nodes !== 1) {
     throw new ConfigError(
       `--nodes ${nodes} counts kwok fake nodes, and a cluster with a real node has exactly one: add --node kwok (node: 'kwok') for ${nodes} fake nodes, or drop --nodes`,
     );
   }
-  return { name, nodes };
+  return { name, nodes, real };
 }
 
 /** The start's deadline: `remaining()` bounds each wait, and the signal (10 s later) cuts a hung one. */
