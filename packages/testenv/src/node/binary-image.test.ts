@@ -31,6 +31,27 @@ describe('binaryImageLayout', () => {
     expect(other).not.toBe(a);
   });
 
+  it('keeps one image per binary of a build: two binaries built together, same tag, are two images', async () => {
+    // Flux's controllers come from one `go build`: both binaries sit in one bin/ and share the release tag.
+    const source = binaryAt('source-controller');
+    const kustomize = join(source, '..', 'kustomize-controller');
+    copyFileSync('/bin/false', kustomize);
+    const spec = { ref: 'v1.9.6', user: '65534:65534', createdBy: 'test' };
+    const a = await binaryImageLayout({ ...spec, binary: source });
+    const b = await binaryImageLayout({ ...spec, binary: kustomize });
+    expect(b).not.toBe(a);
+    expect(await layoutDigest(b)).not.toBe(await layoutDigest(a));
+    const entrypoint = (layout: string) => {
+      const blob = (d: string) => JSON.parse(readFileSync(join(layout, 'blobs/sha256', d.slice(7)), 'utf8'));
+      return blob(blob(JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')).manifests[0].digest).config.digest)
+        .config.Entrypoint;
+    };
+    expect(entrypoint(b)).toEqual(['/usr/local/bin/kustomize-controller']);
+    // The spec is part of the cache key: another user beside the cached layout is another image.
+    const other = await binaryImageLayout({ ...spec, user: '65532:65532', binary: kustomize });
+    expect(await layoutDigest(other)).not.toBe(await layoutDigest(b));
+  });
+
   it('runs the binary from /usr/local/bin as the given user', async () => {
     const layout = await binaryImageLayout({
       binary: binaryAt('pause'),

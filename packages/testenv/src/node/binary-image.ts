@@ -41,14 +41,17 @@ async function putBlob(layout: string, data: Buffer): Promise<{ digest: string; 
 /**
  * An OCI image layout holding one static binary at /usr/local/bin and nothing else (the bed's pause container,
  * Flux's controllers). Reproducible: the tar is sorted with times and owners zeroed, gzip has no timestamp, the
- * config no dates; cached beside the binary (`<build>/images/<ref>`), so a digest changes exactly when the binary or
- * the spec does.
+ * config no dates; cached beside the binary, by its name and the rest of the spec
+ * (`<build>/images/<binary>-<spec digest>/<ref>`: one build may hold several binaries, as Flux's does), so a digest
+ * changes exactly when the binary or the spec does.
  * @returns the layout's directory.
  */
 export async function binaryImageLayout(spec: BinaryImageSpec): Promise<string> {
-  const layout = join(dirname(dirname(spec.binary)), 'images', spec.ref);
-  if (existsSync(join(layout, 'index.json'))) return layout;
   const name = basename(spec.binary);
+  const { binary: _, ...rest } = spec;
+  const specKey = sha256(Buffer.from(JSON.stringify(rest))).slice(0, 12);
+  const layout = join(dirname(dirname(spec.binary)), 'images', `${name}-${specKey}`, spec.ref);
+  if (existsSync(join(layout, 'index.json'))) return layout;
   const staging = `${layout}.partial-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
   const { stdout: tar } = await run(
