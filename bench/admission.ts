@@ -5,7 +5,7 @@
 // Around the baseline push and the handoff's push step it reads the API server's own histogram of the time its
 // ValidatingAdmissionPolicy plugin spends per request (apiserver_admission_controller_admission_duration_seconds,
 // name="ValidatingAdmissionPolicy", every request of the window: the pushes' and what the cluster does meanwhile).
-// Writes bench/results/admission.json with medians. Flux's and Argo CD's builds must be cached (`pnpm test:flux`,
+// Writes bench/results/admission.json with medians. Flux's and Argo CD's builds must be cached (`pnpm test:gitops`,
 // `pnpm baton testenv build --flux --argocd`) or take minutes.
 import { writeFile } from 'node:fs/promises';
 import {

@@ -23,7 +23,7 @@ export const COMPAT_TESTS = [
   'test/integration/handoff/happy-path.test.ts',
   'test/integration/handoff/confinement.test.ts',
   'test/integration/handoff/every-path.test.ts',
-  'test/integration/flux/flux-handoff.test.ts',
+  'test/integration/gitops/flux-handoff.test.ts',
 ] as const;
 
 const root = new URL('..', import.meta.url).pathname;

@@ -100,6 +100,9 @@ export async function startKeptDemoBed(o: {
     planPath: b.planPath,
     pushDir: b.pushDir,
     gitPath: b.gitPath,
+    // The host does not report what it committed or pinned; the demo reads neither.
+    files: {},
+    images: {},
     pullCredentialPath: b.pullCredentialPath,
     secretValues: [credentials.password],
     controllerImage: b.controllerImage,

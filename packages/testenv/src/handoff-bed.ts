@@ -36,6 +36,10 @@ export interface StartBatonControllerSideOptions {
    * a Pod (a kwok node would leave the controller Pending forever).
    */
   readonly realNode: RealNodeInfo | null;
+  /** The password the pull credential file holds (a wrong one makes the takeover fail). @default the Git server's */
+  readonly pullPassword?: string;
+  /** The plan's `takeover.timeoutSeconds`. @default 150 */
+  readonly takeoverTimeoutSeconds?: number;
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and its Pod running. */
@@ -55,6 +59,10 @@ export interface ControllerSide extends AuditKeyPaths, SideBase {
   readonly pushDir: string;
   /** The Git path the controller reconciles. */
   readonly gitPath: string;
+  /** Files committed under the Git path, keyed by their path in Git. */
+  readonly files: Readonly<Record<string, string>>;
+  /** The images the bed's copy of the profile pins (repository → the reference with its local digest). */
+  readonly images: Readonly<Record<string, string>>;
   /** `pull.yaml` (username, password), mode 0600. */
   readonly pullCredentialPath: string;
   /** Secret values written to the plan's files, so callers can assert they never reach an output. */
@@ -87,7 +95,10 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     copyProfileRules(o.profileDir, pushDir);
     const revision = await git.commitFiles('cluster-config', files, 'baton-controller');
     const webhookKey = `whsec-${randomBytes(8).toString('hex')}`;
-    const pullCredentialPath = writePullCredential(dir, git.credentials);
+    const pullCredentialPath = writePullCredential(dir, {
+      username: git.credentials.username,
+      password: o.pullPassword ?? git.credentials.password,
+    });
     const webhookSecretPath = join(dir, 'webhook.yaml');
     writeFileSync(webhookSecretPath, stringify({ secret: webhookKey }), { mode: 0o600 });
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
@@ -96,6 +107,8 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     const controllerImage = await pushPinnedControllerImage(o.profileDir, realNode);
     return {
       controllerImage,
+      images: { [CONTROLLER_IMAGE]: controllerImage },
+      files,
       revision,
       planPath,
       pushDir,
@@ -103,7 +116,7 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
       pullCredentialPath,
       webhookSecretPath,
       ...keys,
-      secretValues: [git.credentials.password, webhookKey],
+      secretValues: [git.credentials.password, webhookKey, ...(o.pullPassword ? [o.pullPassword] : [])],
     };
   });
 }
@@ -262,7 +275,7 @@ function planFor(p: {
       credential: { fromFile: './pull.yaml' },
       source: { url: p.url, ref: 'main', path: p.gitPath, revision: p.revision },
     },
-    takeover: { timeoutSeconds: 150 },
+    takeover: { timeoutSeconds: p.o.takeoverTimeoutSeconds ?? 150 },
     audit: { logPath: './audit/handoff.log', signingKeyPath: './audit/signing.key' },
     journalDir: './journal',
   };

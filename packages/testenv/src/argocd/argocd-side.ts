@@ -56,12 +56,7 @@ export interface StartArgoCdSideOptions extends GitOpsSideOptions {
 }
 
 /** A Git repository holding Argo CD's install and the example apps, a plan that hands off to Argo CD, and its pods. */
-export interface ArgoCdSide extends ControllerSide {
-  /** Files committed under the Git path, keyed by their path in Git. */
-  readonly files: Readonly<Record<string, string>>;
-  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest). */
-  readonly images: Readonly<Record<string, string>>;
-}
+export interface ArgoCdSide extends ControllerSide {}
 
 /**
  * Renders bootstrap-manifests/argocd for a fresh Git repository (the root Application points at it), commits Argo

@@ -49,12 +49,7 @@ export interface StartFluxSideOptions extends GitOpsSideOptions {
 }
 
 /** A Git repository holding Flux's install and the example apps, a plan that hands off to Flux, and Flux's pods. */
-export interface FluxSide extends ControllerSide {
-  /** Files committed under the Git path, keyed by their path in Git. */
-  readonly files: Readonly<Record<string, string>>;
-  /** The images the bed's copy of the profile pins (upstream name → name:tag@local digest). */
-  readonly images: Readonly<Record<string, string>>;
-}
+export interface FluxSide extends ControllerSide {}
 
 /**
  * Renders bootstrap-manifests/flux for a fresh Git repository (the GitRepository points at it), commits Flux's install

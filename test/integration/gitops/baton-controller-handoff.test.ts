@@ -1,0 +1,127 @@
+import { writeSigningKeyPair } from '@baton/audit';
+import type { KubeObject } from '@baton/kube';
+import { type BatonControllerSide, CONTROLLER_IMAGE, startHandoffBed } from '@baton/testenv';
+import { expect } from 'vitest';
+import { BATON_CONTROLLER_PROFILE } from '../../support/baton-controller-env.js';
+import { gitopsHandoffSuite, readAs, type SideRow } from '../../support/gitops-suite.js';
+import { statusOfCall } from '../../support/kube.js';
+
+// The table's assertions (test/support/gitops-suite.ts) on baton's own controller: its image, pinned by digest, runs
+// on the bed's real node with in-cluster config and takes itself over from the Git server. What is the controller's
+// own (its hardened container, its status and sync behaviour) is in test/integration/handoff and .../controller.
+type Condition = { type: string; status: string; message?: string };
+
+const GITSYNC = { apiVersion: 'baton.dev/v1alpha1', kind: 'GitSync' } as const;
+
+const BATON_CONTROLLER_ROW: SideRow<BatonControllerSide> = {
+  profile: 'baton-controller',
+  controller: 'baton-controller',
+  // Its image is built by setup (`pnpm image:build`) and pinned in the profile; the bed pushes it to its registry.
+  build: async () => {},
+  startBed: (o = {}) => {
+    if (o.privilege) throw new Error('the baton-controller profile has no privilege choice');
+    return startHandoffBed({
+      profileDir: BATON_CONTROLLER_PROFILE,
+      writeAuditKeys: (paths) => writeSigningKeyPair({ ...paths, name: 'baton-controller-e2e' }),
+      ...(o.pullPassword ? { pullPassword: o.pullPassword } : {}),
+      ...(o.takeoverTimeoutSeconds ? { takeoverTimeoutSeconds: o.takeoverTimeoutSeconds } : {}),
+    });
+  },
+  revisionSeen: (revision) => revision,
+  // The controller manages itself: everything Git carries, its CRD and RBAC included.
+  owned: [
+    'ClusterRole/baton-controller',
+    'ClusterRoleBinding/baton-controller',
+    'CustomResourceDefinition/gitsyncs.baton.dev',
+    'Deployment/baton-system/baton-controller',
+    'GitSync/baton-system/baton-controller',
+    'Namespace/baton-system',
+    'Role/baton-system/baton-controller',
+    'RoleBinding/baton-system/baton-controller',
+    'ServiceAccount/baton-system/baton-controller',
+  ],
+  pushOnly: ['Secret/baton-system/baton-pull-credential', 'Secret/baton-system/baton-webhook'],
+  image: {
+    repository: CONTROLLER_IMAGE,
+    pods: {
+      namespace: 'baton-system',
+      name: 'baton-controller',
+      labelSelector: 'app.kubernetes.io/name=baton-controller',
+    },
+  },
+  expectOwnStatus: async (bed, admin) => {
+    // The GitSync's own status, read independently of baton: applied at the commit, Ready.
+    const gs = await readAs<{ status?: { lastAppliedRevision?: string; conditions?: Condition[] } }>(admin, {
+      ...GITSYNC,
+      metadata: { name: 'baton-controller', namespace: 'baton-system' },
+    });
+    expect(gs?.status?.lastAppliedRevision).toBe(bed.side.revision);
+    expect(gs?.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    const dep = await readAs<KubeObject>(admin, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'baton-controller', namespace: 'baton-system' },
+    });
+    const managers = ((dep?.metadata.managedFields ?? []) as { manager?: string; operation?: string }[])
+      .filter((f) => f.operation === 'Apply')
+      .map((f) => f.manager);
+    expect(managers).toContain('baton-controller');
+  },
+  // Git carries only the controller's own install: the later commit labels its ServiceAccount.
+  laterCommit: {
+    file: 'baton-controller/10-serviceaccount.yaml',
+    edit: (text) =>
+      text.replace(
+        '    app.kubernetes.io/name: baton-controller\n',
+        '    app.kubernetes.io/name: baton-controller\n    baton.dev/commit: later\n',
+      ),
+    applied: async (admin) =>
+      (await admin.core.readNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-controller' })).metadata
+        ?.labels?.['baton.dev/commit'] === 'later',
+  },
+  selfHeal: {
+    object: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { namespace: 'baton-system', name: 'baton-controller' },
+    },
+    label: 'app.kubernetes.io/name',
+    value: 'baton-controller',
+  },
+  pollMs: 500,
+  wrongPassword: {
+    takeoverTimeoutSeconds: 40,
+    expectFailure: async (s) => {
+      expect(s.error).toContain('GitSync/baton-system/baton-controller');
+      expect(s.error).toMatch(/AuthenticationFailed|authentication/i);
+    },
+  },
+  rewrite: {
+    secrets: [{ namespace: 'baton-system', name: 'baton-pull-credential' }],
+    workloads: [{ kind: 'Deployment', namespace: 'baton-system', name: 'baton-controller' }],
+  },
+  attack: {
+    workload: { kind: 'Deployment', namespace: 'baton-system', name: 'baton-controller', image: CONTROLLER_IMAGE },
+    crd: 'gitsyncs.baton.dev',
+    binding: { name: 'baton-controller', subjects: ['baton-system/baton-controller'] },
+    secretNamespace: 'baton-system',
+    // RBAC lets the identity create bindings (a create cannot be narrowed to a name) and bind the controller's role,
+    // which it pushes: only the confinement stands between a thief and the controller's cluster-wide rights.
+    more: async (_bed, { c, attempt }) => {
+      await attempt("bind the controller's ClusterRole to another ServiceAccount", () =>
+        c.rbac.createClusterRoleBinding({
+          body: {
+            metadata: { name: 'baton-thief-binding' },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'baton-controller' },
+            subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }],
+          },
+        }),
+      );
+    },
+    expectMoreUntouched: async (_bed, admin) => {
+      expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'baton-thief-binding' }))).toBe(404);
+    },
+  },
+};
+
+gitopsHandoffSuite(BATON_CONTROLLER_ROW);
