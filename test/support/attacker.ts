@@ -24,6 +24,19 @@ export async function stealToken(
   return r.status?.token ?? '';
 }
 
+/** The name of the running handoff's bootstrap ServiceAccount (`baton-bootstrap-<runId>`) in `namespace`. */
+export async function bootstrapServiceAccount(
+  admin: ReturnType<typeof adminClients>,
+  namespace = 'baton-system',
+): Promise<string> {
+  const sa = (await admin.core.listNamespacedServiceAccount({ namespace })).items.find((s) =>
+    s.metadata?.name?.startsWith('baton-bootstrap-'),
+  );
+  if (!sa?.metadata?.name)
+    throw new Error(`no baton-bootstrap-* ServiceAccount in ${namespace}: is a handoff running?`);
+  return sa.metadata.name;
+}
+
 /** Clients for `token`, an `attempt` that records each call's outcome in `out`, and server-side apply. */
 export function attacker(kubeconfigPath: string, token: string) {
   const c = tokenClients(kubeconfigPath, token);

@@ -17,7 +17,7 @@ import type { ControllerSide, HandoffBed } from '@baton/testenv';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { type AttemptResult, attacker, stealToken } from './attacker.js';
+import { type AttemptResult, attacker, bootstrapServiceAccount, stealToken } from './attacker.js';
 import { recordCompatMetrics } from './compat.js';
 import { auditEventsBy, JWT_PATTERN, runBaton, testHandoffDeps } from './handoff-run.js';
 import { expectKillMidPushThenHandOff } from './kill-rerun.js';
@@ -32,16 +32,13 @@ export interface SideBedOptions {
   readonly privilege?: 'scoped' | 'cluster-admin';
 }
 
-/** Any controller side: it pins its images (by local digest) and carries the files it committed to Git. */
-export type TableSide = ControllerSide;
-
 /** An object by its kind and name. */
 export type ObjectRef = Pick<KubeObject, 'apiVersion' | 'kind'> & {
   readonly metadata: { readonly name: string; readonly namespace?: string };
 };
 
 /** The later commit of a side whose Git carries the example ConfigMap `web-config` (greeting `hello from git`). */
-export function greetingCommit(file: string, namespace: string): SideRow<TableSide>['laterCommit'] {
+export function greetingCommit(file: string, namespace: string): SideRow<ControllerSide>['laterCommit'] {
   return {
     file,
     edit: (text) => text.replace('hello from git', 'after the handoff'),
@@ -58,7 +55,7 @@ export interface Named {
 }
 
 /** One row: a GitOps controller and what its handoff must show. */
-export interface SideRow<S extends TableSide> {
+export interface SideRow<S extends ControllerSide> {
   /** The profile name (`bootstrap-manifests/<profile>`), as the audit event records it. */
   readonly profile: string;
   /** The controller's name in test titles, e.g. `Flux`. */
@@ -122,7 +119,7 @@ export interface SideRow<S extends TableSide> {
 }
 
 /** A fresh bed for the enclosing describe: started before its tests, stopped after them. */
-export function useBed<S extends TableSide>(row: SideRow<S>, o: SideBedOptions = {}): () => HandoffBed<S> {
+export function useBed<S extends ControllerSide>(row: SideRow<S>, o: SideBedOptions = {}): () => HandoffBed<S> {
   let bed: HandoffBed<S> | undefined;
   beforeAll(async () => {
     bed = await row.startBed(o);
@@ -157,15 +154,21 @@ export async function handoffWithThief(
   const { deps, captured } = testHandoffDeps(loaded, bed.kubeconfigPath, {
     onStep: async (step: HandoffStep) => {
       if (step !== 'push') return;
-      const sa = (await operator.core.listNamespacedServiceAccount({ namespace: 'baton-system' })).items.find((x) =>
-        x.metadata?.name?.startsWith('baton-bootstrap-'),
-      )!.metadata!.name!;
+      const sa = await bootstrapServiceAccount(operator);
       stolen = await stealToken(operator, 'baton-system', sa);
       Object.assign(attempts, await attack(stolen));
     },
   });
   const summary = await runHandoff(loaded, deps);
   return { summary, stolen, attempts, logText: captured.text() };
+}
+
+/** Every attempt was refused by the run's confinement (403, naming the plan digest). */
+export function expectRefusedByPlan(attempts: Record<string, AttemptResult>, planDigest: string): void {
+  for (const [name, r] of Object.entries(attempts)) {
+    expect(r.status, name).toBe(403);
+    expect(r.message, name).toContain(planDigest);
+  }
 }
 
 /** Every handoff predicate in the side's audit log, oldest first. */
@@ -176,7 +179,7 @@ async function auditPredicates(side: ControllerSide) {
 }
 
 /** The same handoff assertions on one side of the table. */
-export function gitopsHandoffSuite<S extends TableSide>(row: SideRow<S>): void {
+export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): void {
   const THIEF_SECRET = 'baton-thief-secret';
 
   async function attack(bed: HandoffBed<S>, token: string): Promise<Record<string, AttemptResult>> {
@@ -311,10 +314,7 @@ export function gitopsHandoffSuite<S extends TableSide>(row: SideRow<S>): void {
       const bed = bedOf();
       // The four every side gets, and the side's own.
       expect(Object.keys(attempts).length).toBeGreaterThanOrEqual(5);
-      for (const [name, r] of Object.entries(attempts)) {
-        expect(r.status, name).toBe(403);
-        expect(r.message, name).toContain(s.confinement!.planDigest);
-      }
+      expectRefusedByPlan(attempts, s.confinement!.planDigest);
       await expectUntouched(bed, admin);
       // Revoked with the run's identity: the API server's 10 s token cache may still accept it a moment longer.
       await expect.poll(() => probeToken(admin, stolen), { timeout: 30_000, interval: 500 }).toBe(401);

@@ -19,7 +19,8 @@ export interface AuditKeyPaths {
 }
 
 /** Options of {@link startBatonControllerSide}. */
-export interface StartBatonControllerSideOptions {
+export interface StartBatonControllerSideOptions
+  extends Pick<GitOpsSideOptions, 'pullPassword' | 'takeoverTimeoutSeconds'> {
   /** Admin kubeconfig of the cluster (the plan's `cluster.kubeconfig`). */
   readonly kubeconfigPath: string;
   /** The plan's `cluster.name`. @default 'e2e' */
@@ -36,10 +37,6 @@ export interface StartBatonControllerSideOptions {
    * a Pod (a kwok node would leave the controller Pending forever).
    */
   readonly realNode: RealNodeInfo | null;
-  /** The password the pull credential file holds (a wrong one makes the takeover fail). @default the Git server's */
-  readonly pullPassword?: string;
-  /** The plan's `takeover.timeoutSeconds`. @default 150 */
-  readonly takeoverTimeoutSeconds?: number;
 }
 
 /** A Git repository holding baton-controller's profile, a plan that hands off to it, and its Pod running. */

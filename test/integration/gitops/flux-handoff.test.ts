@@ -13,6 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptResult, attacker } from '../../support/attacker.js';
 import {
+  expectRefusedByPlan,
   gitopsHandoffSuite,
   greetingCommit,
   handoffWithThief,
@@ -206,10 +207,7 @@ describe('the cluster-admin choice, attacked with a stolen bootstrap token durin
 
   it('refuses every attempt, naming the plan digest, and still hands off with cluster-admin recorded', async () => {
     expect(Object.keys(attempts)).toHaveLength(4);
-    for (const [name, r] of Object.entries(attempts)) {
-      expect(r.status, name).toBe(403);
-      expect(r.message, name).toContain(s.confinement!.planDigest);
-    }
+    expectRefusedByPlan(attempts, s.confinement!.planDigest);
     expect(s.outcome, s.error).toBe('handed-off');
     const admin = adminClients(bed.kubeconfigPath);
     expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'backdoor' }))).toBe(404);

@@ -2,7 +2,7 @@ import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } fr
 import { type KubeObject, probeToken } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attacker, stealToken } from '../../support/attacker.js';
+import { attacker, bootstrapServiceAccount, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
@@ -28,9 +28,7 @@ beforeAll(async () => {
   const { deps, captured } = testHandoffDeps(env.loaded, cluster.kubeconfigPath, {
     onStep: async (step: HandoffStep) => {
       if (step !== 'push' && step !== 'takeover') return;
-      const bootstrap = (await admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' })).items.find((s) =>
-        s.metadata?.name?.startsWith('baton-bootstrap-'),
-      )!.metadata!.name!;
+      const bootstrap = await bootstrapServiceAccount(admin);
       if (step === 'push') {
         stolen = await stealToken(admin, 'baton-system', bootstrap);
         Object.assign(during, await attack(stolen, bootstrap, 'during'));

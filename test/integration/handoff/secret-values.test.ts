@@ -2,7 +2,7 @@ import { type HandoffStep, type HandoffSummary, readReceipt, runHandoff } from '
 import { probeToken } from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AttemptResult, attacker, stealToken } from '../../support/attacker.js';
+import { type AttemptResult, attacker, bootstrapServiceAccount, stealToken } from '../../support/attacker.js';
 import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
@@ -31,9 +31,7 @@ beforeAll(async () => {
   const { deps, captured } = testHandoffDeps(env.loaded, cluster.kubeconfigPath, {
     onStep: async (step: HandoffStep) => {
       if (step !== 'push') return;
-      const sa = (await admin.core.listNamespacedServiceAccount({ namespace: NS })).items.find((s) =>
-        s.metadata?.name?.startsWith('baton-bootstrap-'),
-      )!.metadata!.name!;
+      const sa = await bootstrapServiceAccount(admin, NS);
       stolen = await stealToken(admin, NS, sa);
       // Not awaited: the push goes on while the thief waits for the pull Secret to be stored.
       attack = rewriteOnceStored(stolen);
