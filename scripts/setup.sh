@@ -63,13 +63,25 @@ fi
 say "installing node modules"
 pnpm install --frozen-lockfile --reporter=append-only >&2
 
-say "building (or reusing) the pinned binaries from Go modules, Flux's and Argo CD's included (their tests run in .ci/run)"
-node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build --flux --argocd >&2
-
 # The test bed runs the controller image by its digest: build it (downloads and layers cached by version under
-# ~/.cache/baton/image; a warm build only bundles the controller again).
-say "building the baton-controller image (pnpm image:build)"
-node --conditions=@baton/source --import tsx packages/controller/image/build.ts >&2
+# ~/.cache/baton/image; a warm build only bundles the controller again). It needs none of the Go builds, so it runs
+# beside them.
+say "building the baton-controller image (pnpm image:build), beside the Go builds"
+image_start=$(date +%s)
+node --conditions=@baton/source --import tsx packages/controller/image/build.ts >&2 &
+image_pid=$!
+
+say "building (or reusing) the pinned binaries from Go modules, Flux's and Argo CD's included (their tests run in .ci/run)"
+builds_start=$(date +%s)
+builds_rc=0
+node --conditions=@baton/source --import tsx packages/cli/src/main.ts testenv build --flux --argocd >&2 || builds_rc=$?
+say "Go builds took $(( $(date +%s) - builds_start )) s"
+image_rc=0
+wait "$image_pid" || image_rc=$?
+say "the image build took $(( $(date +%s) - image_start )) s (beside the Go builds)"
+if [ "$builds_rc" != 0 ] || [ "$image_rc" != 0 ]; then
+  say "setup failed: the Go builds exited $builds_rc and the image build $image_rc (their messages are above)"; exit 1
+fi
 
 # The module downloads started first are done by now (every build needed them); never leave them running.
 wait "$prefetch_pid" || true
