@@ -16,10 +16,10 @@ import {
   NS,
   pushAsBootstrap,
   putSecret,
-  startEnv,
+  startControllerEnv,
   WEBHOOK_SECRET,
   writeTokenKubeconfig,
-} from '../test/integration/controller/harness.js';
+} from '@baton/testbed';
 import { median, peakRssKB } from './stats.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -50,7 +50,7 @@ async function peakRssMB(pid: number): Promise<number> {
 }
 
 execFileSync('pnpm', ['exec', 'tsc', '-b', 'packages/controller'], { cwd: ROOT, stdio: 'inherit' });
-const env = await startEnv();
+const env = await startControllerEnv();
 const tmp = await mkdtemp(join(tmpdir(), 'baton-bench-'));
 let child: ChildProcess | undefined;
 try {

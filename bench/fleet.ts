@@ -29,7 +29,7 @@ import {
   stopRealFleetTargets,
   targetOverrides,
   writeFleetFile,
-} from '../test/support/fleet-env.js';
+} from '@baton/testbed';
 import { median, peakRssKB } from './stats.js';
 
 const args = process.argv.slice(2);

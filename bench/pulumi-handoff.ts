@@ -1,5 +1,5 @@
 // The handoff part of `pnpm bench:pulumi`, on the packages a user installs: the runtime closure of @baton/cli and
-// @baton/pulumi packed and npm-installed into a project outside the repository (test/support/outside-install.ts), whose
+// @baton/pulumi packed and npm-installed into a project outside the repository (@baton/testbed's outside-install.ts), whose
 // TypeScript program is compiled with its own tsc. A handoff through `pulumi up` of that project against the
 // installed `baton up` of the same plan. Every sample gets a fresh bed (cluster, real node, Git server), and the
 // order alternates (pulumi, cli, cli, pulumi, …) so a machine that warms up or gets busier during the run favours
@@ -12,16 +12,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { HandoffSummary } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
-import type { HandoffBed } from '@baton/testenv';
-import { startDemoBed } from '../scripts/demo/bed.js';
-import { type PulumiProject, pulumiUp } from '../scripts/demo/pulumi-up.js';
 import {
   installUserPulumiProject,
   type OutsideInstall,
   packPackages,
   runtimeClosure,
   USER_PULUMI_PROJECT,
-} from '../test/support/outside-install.js';
+} from '@baton/testbed';
+import type { HandoffBed } from '@baton/testenv';
+import { startDemoBed } from '../scripts/demo/bed.js';
+import { type PulumiProject, pulumiUp } from '../scripts/demo/pulumi-up.js';
 import { median, round } from './stats.js';
 
 const execFileAsync = promisify(execFile);

@@ -1,6 +1,6 @@
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll } from 'vitest';
-import { type BatonControllerEnv, createBatonControllerEnv } from './baton-controller-env.js';
 
 /**
  * A real cluster (a real node, except for a compat version whose kubelet the bed does not build) and a handoff to

@@ -2,9 +2,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkTakeover, loadProfile, type Profile } from '@baton/controller';
 import { simulateReconciledStatus } from '@baton/controller/testing';
+import { type ControllerEnv, pushAsBootstrap, startControllerEnv } from '@baton/testbed';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';
-import { type ControllerEnv, pushAsBootstrap, startEnv } from './harness.js';
 
 // The Flux and Argo CD profiles against manifest sets shaped like the upstream installs, with a
 // helper that writes the status their real controllers write once they have reconciled a commit.
@@ -14,7 +14,7 @@ const REVISION = 'a3f1c2d4e5b60718293a4b5c6d7e8f9012a3b4c5';
 let env: ControllerEnv;
 
 beforeAll(async () => {
-  env = await startEnv();
+  env = await startControllerEnv();
 });
 
 afterAll(async () => {

@@ -3,27 +3,24 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningController } from '@baton/controller';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { eventually } from '../../support/kube.js';
 import {
   CLUSTER_PATH,
   type ControllerEnv,
   callWebhook,
-  capturedLogger,
-  condition,
   configMapYaml,
   gitSyncStatus,
   mintToken,
   NS,
   pushAsBootstrap,
   putSecret,
-  sourceRepoFiles,
-  startEnv,
-  startTestController,
+  startControllerEnv,
   WEBHOOK_SECRET,
   writeTokenKubeconfig,
-} from './harness.js';
+} from '@baton/testbed';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { eventually } from '../../support/kube.js';
+import { capturedLogger, condition, sourceRepoFiles, startTestController } from './harness.js';
 
 // Failure modes and availability: a wrong pull credential, two replicas with a Lease, and the
 // real entry point (main.ts) as a separate process that stops cleanly on SIGTERM.
@@ -52,7 +49,7 @@ async function commitAndNotify(greeting: string, url?: string) {
 }
 
 beforeAll(async () => {
-  env = await startEnv();
+  env = await startControllerEnv();
   tmp = await mkdtemp(join(tmpdir(), 'baton-resilience-'));
   const files = await sourceRepoFiles(env.git.repoUrl(env.repo));
   await env.git.commitFiles(env.repo, files, 'initial');

@@ -1,25 +1,22 @@
 import { join } from 'node:path';
 import { checkTakeover, loadProfile, type RunningController } from '@baton/controller';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '../../support/kube.js';
 import {
   CLUSTER_PATH,
   type ControllerEnv,
   callWebhook,
-  capturedLogger,
-  condition,
   configMapYaml,
   gitSyncStatus,
   mintToken,
   NS,
   pushAsBootstrap,
   putSecret,
-  sourceRepoFiles,
-  startEnv,
-  startTestController,
+  startControllerEnv,
   tokenClient,
   WEBHOOK_SECRET,
-} from './harness.js';
+} from '@baton/testbed';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../support/kube.js';
+import { capturedLogger, condition, sourceRepoFiles, startTestController } from './harness.js';
 
 // One cluster and one Git repository for the whole story, in order: push under a throwaway
 // bootstrap credential, controller takes over, credential revoked, then the controller keeps
@@ -53,7 +50,7 @@ async function waitApplied(revision: string, timeoutMs = 20_000) {
 }
 
 beforeAll(async () => {
-  env = await startEnv();
+  env = await startControllerEnv();
   const files = await sourceRepoFiles(env.git.repoUrl(env.repo));
   lastGood = await env.git.commitFiles(env.repo, files, 'initial cluster config');
 

@@ -4,12 +4,8 @@ import { type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@ba
 import type { HandoffPlan } from '@baton/core';
 import { buildWaveJob, defaultShardImage, journalName, parseIndexes } from '@baton/fleet';
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
-import { type Cluster, linkBeds, pushShardImage, startCluster } from '@baton/testenv';
-import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
 import {
-  fleetUp,
+  type BatonControllerEnv,
   type RealFleetTarget,
   resetCluster,
   setSchedulable,
@@ -18,7 +14,11 @@ import {
   targetOverrides,
   writeFleetFile,
   writeFleetTemplate,
-} from '../../support/fleet-env.js';
+} from '@baton/testbed';
+import { type Cluster, linkBeds, pushShardImage, startCluster } from '@baton/testenv';
+import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fleetUp } from '../../support/fleet-env.js';
 import { eventually } from '../../support/kube.js';
 
 // The Job engine against a management cluster with a real node: its kube-controller-manager runs the real Job

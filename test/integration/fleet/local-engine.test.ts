@@ -4,21 +4,20 @@ import { type DecodedFleetEntry, type HandoffRecord, loadTrustedKeys, readEntrie
 import { type HandoffSummary, Journal } from '@baton/core';
 import type { ClusterResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import type { Cluster } from '@baton/testenv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatonControllerEnv } from '../../support/baton-controller-env.js';
 import {
-  fleetUp,
+  type BatonControllerEnv,
   type RealFleetTarget,
   resetCluster,
   setSchedulable,
-  spawnFleetUp,
   startRealFleetTargets,
   stopRealFleetTargets,
   targetOverrides,
   writeFleetFile,
   writeFleetTemplate,
-} from '../../support/fleet-env.js';
+} from '@baton/testbed';
+import type { Cluster } from '@baton/testenv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fleetUp, spawnFleetUp } from '../../support/fleet-env.js';
 import { bootstrapMints, JWT_PATTERN } from '../../support/handoff-run.js';
 import { eventually } from '../../support/kube.js';
 

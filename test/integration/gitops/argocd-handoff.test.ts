@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { readEntries, writeSigningKeyPair } from '@baton/audit';
 import { loadHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, type KubeObject, readObject } from '@baton/kube';
+import { writeFleetFile } from '@baton/testbed';
 import { ARGOCD_REPO_SECRET, type ArgoCd, type ArgoCdSide, ensureArgoCd, startArgoCdBed } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { fleetUp, writeFleetFile } from '../../support/fleet-env.js';
+import { fleetUp } from '../../support/fleet-env.js';
 import {
   gitopsHandoffSuite,
   greetingCommit,

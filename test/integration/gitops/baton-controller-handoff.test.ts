@@ -1,8 +1,8 @@
 import { writeSigningKeyPair } from '@baton/audit';
 import type { KubeObject } from '@baton/kube';
+import { BATON_CONTROLLER_PROFILE } from '@baton/testbed';
 import { type BatonControllerSide, CONTROLLER_IMAGE, startHandoffBed } from '@baton/testenv';
 import { expect } from 'vitest';
-import { BATON_CONTROLLER_PROFILE } from '../../support/baton-controller-env.js';
 import { gitopsHandoffSuite, readAs, type SideRow } from '../../support/gitops-suite.js';
 import { statusOfCall } from '../../support/kube.js';
 

@@ -10,9 +10,9 @@ import {
   readObject,
   serverSideApply,
 } from '@baton/kube';
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // End to end with baton's own controller on a real node: the push installs bootstrap-manifests/baton-controller,

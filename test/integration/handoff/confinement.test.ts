@@ -1,9 +1,9 @@
 import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { type KubeObject, probeToken } from '@baton/kube';
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, bootstrapServiceAccount, stealToken } from '../../support/attacker.js';
-import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';

@@ -1,9 +1,9 @@
 import { type HandoffStep, type HandoffSummary, readReceipt, runHandoff } from '@baton/core';
 import { probeToken } from '@baton/kube';
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptResult, attacker, bootstrapServiceAccount, stealToken } from '../../support/attacker.js';
-import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
 

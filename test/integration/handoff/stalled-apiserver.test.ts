@@ -1,10 +1,10 @@
 import { type HandoffStep, type HandoffSummary, runHandoff } from '@baton/core';
 import { TimeoutError } from '@baton/errors';
 import { clientsFromKubeConfig, findBootstrapLeftovers } from '@baton/kube';
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft } from '../../support/kube.js';
 

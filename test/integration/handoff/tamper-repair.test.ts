@@ -1,7 +1,7 @@
 import { writeSigningKeyPair } from '@baton/audit';
+import { BATON_CONTROLLER_PROFILE } from '@baton/testbed';
 import { type HandoffBed, startHandoffBed } from '@baton/testenv';
 import { afterEach, describe, it } from 'vitest';
-import { BATON_CONTROLLER_PROFILE } from '../../support/baton-controller-env.js';
 import { expectRewriteDuringRepairStopped, type TamperTarget } from '../../support/tamper-repair.js';
 
 // Issue 29, tried as a thief against the real apiserver with a token requested for the run's bootstrap identity,

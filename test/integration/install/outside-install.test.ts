@@ -5,6 +5,14 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  installOutside,
+  installUserPulumiProject,
+  type OutsideInstall,
+  type PackedTarballs,
+  packPackages,
+  runtimeClosure,
+} from '@baton/testbed';
+import {
   type ControllerSide,
   createPulumiEnv,
   ensurePulumiEngine,
@@ -18,14 +26,6 @@ import { parse } from 'yaml';
 import { startDemoBed } from '../../../scripts/demo/bed.js';
 import { configureStack } from '../../../scripts/demo/pulumi-up.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
-import {
-  installOutside,
-  installUserPulumiProject,
-  type OutsideInstall,
-  type PackedTarballs,
-  packPackages,
-  runtimeClosure,
-} from '../../support/outside-install.js';
 import { readmeBlock } from '../../support/readme-block.js';
 import { stackCli } from '../pulumi/pulumi-fixture.js';
 

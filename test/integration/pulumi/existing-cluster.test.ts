@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, type PulumiEnv, startCluster } from '@baton/testenv';
 import * as pulumi from '@pulumi/pulumi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { type BatonControllerEnv, createBatonControllerEnv } from '../../support/baton-controller-env.js';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
 import { inlineStack, kubeconfigText, pulumiEnv, rootNodeModules, stackCli, storedState } from './pulumi-fixture.js';
 

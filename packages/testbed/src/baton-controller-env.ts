@@ -5,7 +5,7 @@ import { type BatonControllerSide, type RealNodeInfo, startBatonControllerSide }
 
 /** bootstrap-manifests/baton-controller: what the push installs and Git carries. */
 export const BATON_CONTROLLER_PROFILE = fileURLToPath(
-  new URL('../../bootstrap-manifests/baton-controller', import.meta.url),
+  new URL('../../../bootstrap-manifests/baton-controller', import.meta.url),
 );
 
 /** A plan that hands a cluster to baton's own controller, its Git repository, and what runs its Pod. */
