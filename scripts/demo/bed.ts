@@ -115,6 +115,8 @@ export async function startKeptDemoBed(o: {
     server: c.server,
     kubeconfigPath: c.kubeconfigPath,
     apiserverAuditLogPath: c.auditLogPath,
+    // The host holds the node; the demo reads nothing of its processes.
+    realNode: null,
     side,
     stop: async () => {},
   };

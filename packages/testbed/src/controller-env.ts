@@ -28,7 +28,7 @@ export interface ControllerEnv {
 /**
  * Starts a 1-node cluster and a Git server with an empty repository `cluster-config`. The controller's own tests run
  * it as a process against the real apiserver (as envtest runs a controller), to reach its internals: kwok's node is
- * enough; the image on a real node is tested by the handoff tests (test/integration/handoff/baton-controller.test.ts).
+ * enough; the image on a real node is tested by the handoff suite (test/integration/gitops/baton-controller-handoff.test.ts).
  */
 export async function startControllerEnv(): Promise<ControllerEnv> {
   const [cluster, git] = await Promise.all([startCluster({ node: 'kwok', nodes: 1 }), startGitServer()]);

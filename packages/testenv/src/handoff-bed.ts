@@ -292,6 +292,8 @@ export interface HandoffBed<
   readonly server: string;
   readonly kubeconfigPath: string;
   readonly apiserverAuditLogPath: string | null;
+  /** The bed's real node (its containers' processes can be read from /proc); null on kwok nodes or held by a host. */
+  readonly realNode: RealNodeInfo | null;
   readonly side: S;
   /**
    * Stops the Git server; stops the cluster unless `keepCluster`; removes the side's files
@@ -410,6 +412,7 @@ export async function startBedWith<S extends { stop(options?: { readonly keepFil
     server: cluster.server,
     kubeconfigPath: cluster.kubeconfigPath,
     apiserverAuditLogPath: cluster.auditLogPath,
+    realNode: cluster.realNode,
     side,
     async stop(options = {}) {
       await side.stop({ keepFiles: options.keepFiles ?? options.keepCluster === true });

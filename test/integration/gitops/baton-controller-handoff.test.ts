@@ -1,14 +1,15 @@
+import { readFileSync } from 'node:fs';
 import { writeSigningKeyPair } from '@baton/audit';
-import type { KubeObject } from '@baton/kube';
+import type { KubeClients, KubeObject } from '@baton/kube';
 import { BATON_CONTROLLER_PROFILE } from '@baton/testbed';
-import { type BatonControllerSide, CONTROLLER_IMAGE, startHandoffBed } from '@baton/testenv';
+import { type BatonControllerSide, CONTROLLER_IMAGE, type HandoffBed, startHandoffBed } from '@baton/testenv';
 import { expect } from 'vitest';
 import { gitopsHandoffSuite, readAs, type SideRow } from '../../support/gitops-suite.js';
 import { statusOfCall } from '../../support/kube.js';
 
 // The table's assertions (test/support/gitops-suite.ts) on baton's own controller: its image, pinned by digest, runs
-// on the bed's real node with in-cluster config and takes itself over from the Git server. What is the controller's
-// own (its hardened container, its status and sync behaviour) is in test/integration/handoff and .../controller.
+// on the bed's real node with in-cluster config and takes itself over from the Git server; its container is hardened
+// as the kernel sees it. Its sync behaviour is tested in test/integration/controller.
 type Condition = { type: string; status: string; message?: string };
 
 const GITSYNC = { apiVersion: 'baton.dev/v1alpha1', kind: 'GitSync' } as const;
@@ -66,6 +67,7 @@ const BATON_CONTROLLER_ROW: SideRow<BatonControllerSide> = {
       .filter((f) => f.operation === 'Apply')
       .map((f) => f.manager);
     expect(managers).toContain('baton-controller');
+    await expectHardenedController(bed, admin);
   },
   // Git carries only the controller's own install: the later commit labels its ServiceAccount.
   laterCommit: {
@@ -125,3 +127,32 @@ const BATON_CONTROLLER_ROW: SideRow<BatonControllerSide> = {
 };
 
 gitopsHandoffSuite(BATON_CONTROLLER_ROW);
+
+/**
+ * The controller's container, as the kernel sees it: started by the real kubelet from the pinned digest, as 65532,
+ * with no capabilities, no new privileges, seccomp filtering (RuntimeDefault) and a read-only root.
+ */
+async function expectHardenedController(bed: HandoffBed<BatonControllerSide>, admin: KubeClients): Promise<void> {
+  const pods = await admin.core.listNamespacedPod({
+    namespace: 'baton-system',
+    labelSelector: 'app.kubernetes.io/name=baton-controller',
+  });
+  const running = pods.items.filter((p) => p.status?.phase === 'Running');
+  expect(running).toHaveLength(1);
+  const status = running[0]!.status!.containerStatuses![0]!;
+  expect(status.imageID).toBe(bed.side.controllerImage);
+  expect(status.containerID).toMatch(/^containerd:\/\//);
+  const pid = bed.realNode!.containerPid(status.containerID!);
+  const proc = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(proc)?.[1]?.trim();
+  expect(field('Uid')?.split(/\s+/)).toEqual(['65532', '65532', '65532', '65532']);
+  expect(field('CapEff')).toBe('0000000000000000');
+  expect(field('CapPrm')).toBe('0000000000000000');
+  expect(field('NoNewPrivs')).toBe('1');
+  expect(field('Seccomp')).toBe('2'); // SECCOMP_MODE_FILTER
+  const root = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => f[4] === '/');
+  expect(root?.[5]?.split(',')).toContain('ro');
+}

@@ -1,12 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { clientsFromKubeconfigFile, type KubeObject, ObjectWatch, readObject } from '@baton/kube';
+import {
+  clientsFromKubeconfigFile,
+  expectedObjects,
+  type KubeObject,
+  ObjectWatch,
+  readObject,
+  serverSideApply,
+} from '@baton/kube';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';
 
 // What the takeover wait reads from: each object followed by one watch against the real apiserver, so that waiting
-// costs the apiserver nothing between changes (issue 26: it read every object every 250 ms before).
+// costs the apiserver nothing between changes (issue 26: it read every object every 250 ms before). And, on the same
+// cluster, what the push's dry run and apply keep of a manifest that client-node's models do not know.
 let cluster: Cluster;
 let admin: ReturnType<typeof clientsFromKubeconfigFile>;
 
@@ -105,5 +113,37 @@ describe('ObjectWatch', () => {
     const watches = new Set(events.filter((e) => e.verb === 'watch').map((e) => e.auditID));
     expect(watches.size).toBe(watch.requests);
     expect(events.filter((e) => e.verb === 'list')).toEqual([]);
+  });
+});
+
+describe("the push keeps a manifest's fields that client-node's models do not know", () => {
+  it('applies and reads a CRD with its schema defaults, enum and x-kubernetes-* keys, and a dry run answers them too', async () => {
+    const widget = {
+      type: 'object',
+      'x-kubernetes-preserve-unknown-fields': true,
+      properties: {
+        size: { type: 'string', enum: ['small', 'large'], default: 'small' },
+        replicas: { type: 'integer', default: 2 },
+      },
+    };
+    const crd: KubeObject = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.test.baton.dev' },
+      spec: {
+        group: 'test.baton.dev',
+        scope: 'Namespaced',
+        names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: widget } }],
+      },
+    };
+    const schemaOf = (o: KubeObject | undefined) =>
+      (o as unknown as { spec: { versions: { schema: { openAPIV3Schema: unknown } }[] } }).spec.versions[0]!.schema
+        .openAPIV3Schema;
+    const [dryRun] = await expectedObjects(admin, [crd], { fieldManager: 'baton-bootstrap' });
+    expect(schemaOf(dryRun!.expected)).toEqual(widget);
+    const [applied] = await serverSideApply(admin, [crd], { fieldManager: 'baton-bootstrap' });
+    expect(schemaOf(applied)).toEqual(widget);
+    expect(schemaOf(await readObject(admin, crd))).toEqual(widget);
   });
 });
