@@ -1,12 +1,16 @@
 // Lists what the tests left behind and exits 1 if there is anything: processes that still carry this test run's
 // marker in their environment (they were started, directly or not, by the tests), and what a bed's real node could
 // leave outside any process: network namespaces and veth ends of beds, mounts under the beds' directories,
-// containers' cgroup directories, and iptables rules on the host (kube-proxy's live only in a bed's namespace).
-// Usage: leftovers.mjs <runId> <excludePid>
+// containers' cgroup directories, and iptables rules on the host (kube-proxy's live only in a bed's namespace); and
+// files and directories the run created in the OS temp dir (a test's scratch directory, or a kubeconfig a Go binary
+// copied there: credentials must not outlive the run).
+// Usage: leftovers.mjs <runId> <excludePid> [<run start, epoch seconds>]
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
-const [runId, exclude] = process.argv.slice(2);
+const [runId, exclude, startedAt] = process.argv.slice(2);
 const marker = `BATON_TEST_RUN_ID=${runId}`;
 const left = [];
 for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
@@ -63,7 +67,23 @@ const cniCache = ['/var/lib/cni/results', '/var/lib/cni/networks']
 const podLogs = ['/var/log/containers', '/var/log/pods']
   .flatMap((d) => (existsSync(d) ? readdirSync(d).map((f) => `${d}/${f}`) : []))
   .map((f) => `pod log ${f}`);
-const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables, ...cniCache, ...podLogs];
+// Tools' own caches and work directories, which they reuse or remove themselves: not the tests' to clean.
+const TOOL_TEMP = /^(tsx-\d+|tmux-\d+|vite-|node-compile-cache|go-build\d+|hsperfdata_|v8-compile-cache|\.)/;
+const temp = startedAt
+  ? readdirSync(tmpdir())
+      .filter((name) => !TOOL_TEMP.test(name))
+      .filter((name) => {
+        try {
+          // Created during the run (birth time; a file system without it reports 0, then the last change counts).
+          const st = lstatSync(join(tmpdir(), name));
+          return (st.birthtimeMs || st.ctimeMs) >= Number(startedAt) * 1000;
+        } catch {
+          return false; // removed while we looked
+        }
+      })
+      .map((name) => `temp ${join(tmpdir(), name)}`)
+  : [];
+const other = [...netns, ...links, ...mounts, ...cgroups, ...iptables, ...cniCache, ...podLogs, ...temp];
 if (left.length > 0) process.stderr.write(`processes left running after the tests:\n${left.join('\n')}\n`);
-if (other.length > 0) process.stderr.write(`left behind by the tests' real nodes:\n${other.join('\n')}\n`);
+if (other.length > 0) process.stderr.write(`left behind by the tests (real nodes, temp files):\n${other.join('\n')}\n`);
 if (left.length + other.length > 0) process.exit(1);

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 mkdir -p test-results
 # Every process the tests start inherits this marker, so leftovers can be found exactly.
 export BATON_TEST_RUN_ID="test-$$-$(date +%s)"
+started_at=$(date +%s)
 rm -f test-results/vitest.json
 pnpm exec vitest run --maxWorkers=2 --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 code=$?
@@ -14,5 +15,5 @@ node scripts/test-summary.mjs test-results/vitest.json || code=1
 # No process started by the tests (hosts, controllers, kube-*, etcd, kwok, git, pulumi) may outlive them, and no
 # real node may leave a namespace, veth, mount, cgroup or host iptables rule behind.
 sleep 1
-env -u BATON_TEST_RUN_ID node scripts/leftovers.mjs "$BATON_TEST_RUN_ID" $$ || code=1
+env -u BATON_TEST_RUN_ID node scripts/leftovers.mjs "$BATON_TEST_RUN_ID" $$ "$started_at" || code=1
 exit $code

@@ -1,12 +1,13 @@
-import { appendFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { appendFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { useTempDirs } from '../../../test/support/temp-dirs.js';
 import { Journal } from './journal.js';
+
+const tempDir = useTempDirs();
 
 describe('Journal', () => {
   it('lists runs that never finished, skipping a torn last line', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const dir = tempDir('journal-');
     const j = new Journal(dir, 'c1');
     const t = new Date('2026-01-01T00:00:00Z');
     j.write('a', 'start', t);

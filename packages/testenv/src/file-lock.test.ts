@@ -1,12 +1,14 @@
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { useTempDirs } from '../../../test/support/temp-dirs.js';
 import { withFileLock } from './file-lock.js';
+
+const tempDir = useTempDirs();
 
 describe('withFileLock', () => {
   it('runs holders one at a time', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'lock-'));
+    const dir = tempDir('lock-');
     const lock = join(dir, 'x.lock');
     const order: string[] = [];
     const hold = (id: string) =>
@@ -24,7 +26,7 @@ describe('withFileLock', () => {
   });
 
   it('takes over a lock whose holder process is gone', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'lock-'));
+    const dir = tempDir('lock-');
     const lock = join(dir, 'x.lock');
     await mkdir(lock);
     // pid 2^22+1 is above Linux's pid_max default: certainly not running.

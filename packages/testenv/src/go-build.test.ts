@@ -1,9 +1,11 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BuildError } from '@baton/errors';
 import { afterEach, describe, expect, it } from 'vitest';
+import { useTempDirs } from '../../../test/support/temp-dirs.js';
 import { ensureGoBuild, goVersion } from './go-build.js';
+
+const tempDir = useTempDirs();
 
 const savedPath = process.env.PATH;
 afterEach(() => {
@@ -18,7 +20,7 @@ describe('ensureGoBuild', () => {
   });
 
   it('builds a tiny module once, reuses the cache, and names the module and log when a build fails', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gobuild-'));
+    const dir = tempDir('gobuild-');
     const mod = join(dir, 'mod');
     await (await import('node:fs/promises')).mkdir(mod);
     await writeFile(join(mod, 'go.mod'), 'module example.com/hello\n\ngo 1.22\n');

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,6 +40,12 @@ export interface StartRegistryOptions {
   readonly bindHost?: string;
   /** Runs the registry through this command line (a bed's network namespace). */
   readonly wrap?: (command: string, args: readonly string[]) => { command: string; args: string[] };
+  /**
+   * Where it keeps its config, storage and log (created; removed on stop). A bed's registry keeps them in the
+   * cluster's directory, which its teardown removes even when the process that started it was killed.
+   * @default a new directory under the OS temp dir
+   */
+  readonly dir?: string;
 }
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
@@ -54,7 +60,8 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
     throw new ProcessError(
       `local registry: ${REGISTRY_BINARY} is missing; install Debian's docker-registry (scripts/setup.sh does)`,
     );
-  const dir = await mkdtemp(join(tmpdir(), 'baton-registry-'));
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'baton-registry-')));
+  await mkdir(dir, { recursive: true });
   const [port] = await freePorts(1);
   const host = `${options.bindHost ?? '127.0.0.1'}:${port}`;
   const config = join(dir, 'config.yml');

@@ -1,6 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -12,6 +11,9 @@ import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, deleteNamespaceAndWait, statusOfCall } from '../../support/kube.js';
+import { useTempDirs } from '../../support/temp-dirs.js';
+
+const tempDir = useTempDirs();
 
 // Revocation on every path, whatever the journal, the audit log, the signals and the API server do; cleanup that a
 // labelled decoy cannot mislead; an operator kubeconfig whose CA, certificate and key are files. Each run hands off
@@ -222,7 +224,7 @@ function writeFileKubeconfig(): string {
   const admin = adminClients(cluster.kubeconfigPath).kc;
   const c = admin.getCurrentCluster()!;
   const u = admin.getCurrentUser()!;
-  const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-files-'));
+  const dir = tempDir('kubeconfig-files-');
   const file = (name: string, b64: string | undefined) => {
     writeFileSync(join(dir, name), Buffer.from(b64 ?? '', 'base64'), { mode: 0o600 });
     return join(dir, name);

@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readEntries } from '@baton/audit';
@@ -13,6 +12,9 @@ import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
+import { useTempDirs } from '../../support/temp-dirs.js';
+
+const tempDir = useTempDirs();
 
 const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const REFUSED = fileURLToPath(new URL('../../fixtures/handoff/refused', import.meta.url));
@@ -73,7 +75,7 @@ async function expectRevokedProvedRecorded(e: HandoffEnv, s: HandoffSummary, out
 
 describe('a handoff that does not complete', () => {
   it('refuses a manifest set with a Pod, a foreign cluster-admin binding and a foreign workload, and creates nothing', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'refused-'));
+    const dir = tempDir('refused-');
     cpSync(CONTROLLER_MANIFESTS, dir, { recursive: true });
     cpSync(join(REFUSED, 'pod.yaml'), join(dir, 'pod.yaml'));
     const e = await env({}, dir);
@@ -324,7 +326,7 @@ async function limitedOperatorKubeconfig(): Promise<string> {
     body: { spec: { expirationSeconds: 3600, audiences: [] } },
   });
   const c = admin.kc.getCurrentCluster()!;
-  const path = join(mkdtempSync(join(tmpdir(), 'limited-')), 'kubeconfig');
+  const path = join(tempDir('limited-'), 'kubeconfig');
   writeFileSync(
     path,
     JSON.stringify({

@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError, ProcessError } from '@baton/errors';
 import { ensureControlPlaneBinaries, listClusters, startCluster } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { adminClients, eventually, statusOfCall } from '../../support/kube.js';
+import { useTempDirs } from '../../support/temp-dirs.js';
+
+const tempDir = useTempDirs();
 
 // Unique per test process: cluster names share one directory with any other run on this machine.
 const ORPHAN = `orphan-check-${process.pid}`;
@@ -135,7 +137,7 @@ describe('cluster lifecycle', () => {
   });
 
   it('fails fast, naming the component, its command and its log, when a component exits during start', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'broken-'));
+    const dir = tempDir('broken-');
     const broken = join(dir, 'kube-apiserver');
     await writeFile(broken, '#!/bin/sh\necho "E1130 bind: address already in use (simulated)" >&2\nexit 3\n');
     await chmod(broken, 0o755);

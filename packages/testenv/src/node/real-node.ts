@@ -98,7 +98,7 @@ export async function startRealNode(ctx: RealNodeContext): Promise<RealNode> {
   const runDir = join('/run/baton', ctx.clusterName);
   await mkdir(dir, { recursive: true });
   await mkdir(runDir, { recursive: true });
-  const registry = await startRegistry({ bindHost: ctx.net.nodeIp, wrap: ctx.net.wrap });
+  const registry = await startRegistry({ bindHost: ctx.net.nodeIp, wrap: ctx.net.wrap, dir: join(dir, 'registry') });
   try {
     return await startNodeWith(ctx, { nodeName, dir, runDir, registry });
   } catch (err) {

@@ -111,7 +111,8 @@ export async function createPulumiEnv(options: PulumiEnvOptions = {}): Promise<P
   const state = join(dir, 'state');
   const home = join(dir, 'home');
   const projectDir = join(dir, 'project');
-  await Promise.all([state, home, projectDir].map((d) => mkdir(d, { recursive: true })));
+  const temp = join(dir, 'tmp');
+  await Promise.all([state, home, projectDir, temp].map((d) => mkdir(d, { recursive: true })));
   if (options.installKubernetesProvider ?? true) await installProvider(home, engine.kubernetesProvider);
 
   const envVars: Record<string, string> = {
@@ -129,6 +130,9 @@ export async function createPulumiEnv(options: PulumiEnvOptions = {}): Promise<P
     PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: 'true',
     // This checkout's language host, whatever checkout last wrote the shared shim next to the CLI.
     BATON_PULUMI_LANGUAGE_HOST: LANGUAGE_HOST_SCRIPT,
+    // The Kubernetes provider (v4.25.0) copies a kubeconfig given as contents into the temp dir for Helm on every
+    // configure and never removes it: credentials left in /tmp. Each environment's temp dir goes with it.
+    TMPDIR: temp,
   };
   if (options.nodePath?.length) envVars.NODE_PATH = options.nodePath.join(delimiter);
 
@@ -136,7 +140,7 @@ export async function createPulumiEnv(options: PulumiEnvOptions = {}): Promise<P
   const cleanup = async () => {
     await killAll(processes);
     if (isOwnDir) await rm(dir, { recursive: true, force: true });
-    else await Promise.all([state, home, projectDir].map((d) => rm(d, { recursive: true, force: true })));
+    else await Promise.all([state, home, projectDir, temp].map((d) => rm(d, { recursive: true, force: true })));
   };
   return {
     dir,
