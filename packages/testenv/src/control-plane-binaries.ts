@@ -152,7 +152,7 @@ const memo = new Map<string, Promise<ControlPlaneBinaries>>();
 
 /**
  * Builds (once per pinned version set and Kubernetes version) or reuses kube-apiserver, kube-controller-manager, kube-scheduler,
- * etcd and kwok, one after another. `baton testenv build` runs a second lane of builds beside this one (see buildPinned).
+ * etcd and kwok. Builds run one after another: each `go build` already uses every core.
  * @throws BuildError when Go is missing or a build fails.
  */
 export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions = {}): Promise<ControlPlaneBinaries> {

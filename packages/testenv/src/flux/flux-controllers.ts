@@ -88,7 +88,7 @@ let memo: Promise<FluxControllers> | undefined;
 
 /**
  * Builds (once per pinned version) or reuses Flux's source-controller and kustomize-controller from the Go module
- * proxy, in one `go build`. Only Flux tests, benchmarks, the demo's Flux
+ * proxy, in one `go build` (it already uses every core). Only Flux tests, benchmarks, the demo's Flux
  * profile and `baton testenv build --flux` call this: a cold build takes minutes and over 1.5 GB of memory.
  * @throws BuildError when Go is missing, the proxy is unreachable or a build fails (with the build log's tail).
  */

@@ -86,7 +86,7 @@ let memo: Promise<PulumiEngine> | undefined;
 
 /**
  * Builds (once per pinned version set) or reuses the Pulumi CLI and the Kubernetes provider from the Go module
- * proxy, one after another. `baton testenv build` runs this beside the control plane's lane (see buildPinned).
+ * proxy, one after another (each `go build` already uses every core). `baton testenv build` calls this.
  * @throws BuildError when Go is missing, the proxy is unreachable or a build fails (with the build log's tail).
  */
 export async function ensurePulumiEngine(options: EnsurePulumiEngineOptions = {}): Promise<PulumiEngine> {
