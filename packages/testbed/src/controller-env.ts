@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderDirectory } from '@baton/controller';
@@ -71,7 +71,6 @@ export async function controllerManifests(repoUrl: string, intervalSeconds = 5):
 export async function pushAsBootstrap(kube: KubeRestClient, files: Record<string, string>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'baton-push-'));
   try {
-    const { writeFile, mkdir } = await import('node:fs/promises');
     for (const [p, text] of Object.entries(files)) {
       await mkdir(join(dir, p, '..'), { recursive: true });
       await writeFile(join(dir, p), text);
@@ -146,7 +145,6 @@ export async function mintToken(
  * the controller run as its own process; returns the kubeconfig's path.
  */
 export async function writeTokenKubeconfig(dir: string, cluster: Cluster, token: string): Promise<string> {
-  const { writeFile } = await import('node:fs/promises');
   const tokenFile = join(dir, 'token');
   const kubeconfig = join(dir, 'kubeconfig');
   await writeFile(tokenFile, token, { mode: 0o600 });

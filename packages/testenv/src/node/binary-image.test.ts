@@ -1,18 +1,14 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempDirs } from '../../../../test/support/temp-dirs.js';
 import { binaryImageLayout, layoutDigest } from './binary-image.js';
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 /** A copy of /bin/true as a build's `bin/<name>`, at a fresh path (so nothing is cached). */
 function binaryAt(name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'binary-image-'));
-  dirs.push(dir);
+  const dir = tempDir('binary-image-');
   mkdirSync(join(dir, 'bin'));
   copyFileSync('/bin/true', join(dir, 'bin', name));
   return join(dir, 'bin', name);
