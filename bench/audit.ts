@@ -59,7 +59,7 @@ log(
 let createMs = 0;
 let appendMs = 0;
 const writer = await AuditLog.open(path, { origin: ORIGIN, signer: key });
-let batch: ReturnType<typeof createHandoffEvent>[] = [];
+let batch: Awaited<ReturnType<typeof createHandoffEvent>>[] = [];
 const flush = async () => {
   const t = performance.now();
   await writer.appendMany(batch);
@@ -68,7 +68,7 @@ const flush = async () => {
 };
 let t = performance.now();
 for (const record of synthRecords(COUNT, { seed: 1 })) {
-  batch.push(createHandoffEvent(record, key));
+  batch.push(await createHandoffEvent(record, key));
   if (batch.length === BATCH) {
     createMs += performance.now() - t;
     await flush();
@@ -244,7 +244,7 @@ const proveSeconds = (performance.now() - t1) / 1000;
 // 4. Open, append one, close: the audit sink does this once per handoff, so the open's checks are paid every time.
 const reopenSamples: number[] = [];
 for (const record of synthRecords(REPEATS, { seed: 2 })) {
-  const event = createHandoffEvent(record, key);
+  const event = await createHandoffEvent(record, key);
   const t0 = performance.now();
   const reopened = await AuditLog.open(path, { origin: ORIGIN, signer: key });
   await reopened.append(event);

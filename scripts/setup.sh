@@ -42,6 +42,8 @@ command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux) # a real terminal for the test of what baton up shows
+# SoftHSM: the PKCS#11 token the audit signer's tests generate and sign with (its key never leaves the token).
+[ -e /usr/lib/softhsm/libsofthsm2.so ] || missing+=(softhsm2)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     say "installing Debian packages: ${missing[*]}"
@@ -61,6 +63,11 @@ if [ "$(id -u)" = 0 ] && [ "$(sysctl -n fs.inotify.max_user_instances)" -lt 1024
 fi
 
 say "installing node modules"
+# pkcs11js (a dev dependency: the PKCS#11 signer's tests) compiles with node-gyp, which would download Node's headers
+# from nodejs.org; Debian's nodejs ships them, so point node-gyp there when it has no cache of its own.
+if [ -f /usr/include/node/node.h ] && [ -z "${npm_config_nodedir:-}" ] && [ ! -d "$HOME/.cache/node-gyp" ]; then
+  export npm_config_nodedir=/usr
+fi
 pnpm install --frozen-lockfile --reporter=append-only >&2
 
 # The test bed runs the controller image by its digest: build it (downloads and layers cached by version under

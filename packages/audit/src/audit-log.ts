@@ -269,7 +269,7 @@ export class AuditLog {
 
   async #checkpoint(state: TreeState): Promise<string> {
     const body = formatCheckpoint({ origin: this.origin, size: state.size, root: state.frontier.root() });
-    return writeCheckpoint(this.path, state.size, signNote(body, this.#signers));
+    return writeCheckpoint(this.path, state.size, await signNote(body, this.#signers));
   }
 
   /**

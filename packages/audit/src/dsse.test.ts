@@ -13,11 +13,11 @@ describe('DSSE v1', () => {
     expect(preAuthEncoding('t', Buffer.from('é', 'utf8')).toString('utf8')).toBe('DSSEv1 1 t 2 é');
   });
 
-  test('an envelope carries base64 payload, the type and one signature per signer over PAE', () => {
+  test('an envelope carries base64 payload, the type and one signature per signer over PAE', async () => {
     const a = generateSigningKey('a');
     const b = generateSigningKey('b');
     const payload = Buffer.from('{"x":1}');
-    const env = signEnvelope('application/vnd.in-toto+json', payload, [a, b]);
+    const env = await signEnvelope('application/vnd.in-toto+json', payload, [a, b]);
     expect(Object.keys(env)).toEqual(['payload', 'payloadType', 'signatures']);
     expect(env.signatures.map((s) => s.keyid)).toEqual([
       `a+${a.keyId.toString('hex')}`,

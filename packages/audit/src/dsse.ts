@@ -46,11 +46,17 @@ export function preAuthHeader(payloadType: string, payloadBytes: number): Buffer
 }
 
 /** Signs `payload` with every signer and returns the DSSE envelope. */
-export function signEnvelope(payloadType: string, payload: Uint8Array, signers: readonly Signer[]): DsseEnvelope {
+export async function signEnvelope(
+  payloadType: string,
+  payload: Uint8Array,
+  signers: readonly Signer[],
+): Promise<DsseEnvelope> {
   const pae = preAuthEncoding(payloadType, payload);
   return {
     payload: Buffer.from(payload).toString('base64'),
     payloadType,
-    signatures: signers.map((s) => ({ keyid: dsseKeyId(s), sig: s.sign(pae).toString('base64') })),
+    signatures: await Promise.all(
+      signers.map(async (s) => ({ keyid: dsseKeyId(s), sig: (await s.sign(pae)).toString('base64') })),
+    ),
   };
 }

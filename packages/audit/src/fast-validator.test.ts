@@ -67,14 +67,16 @@ function mutate(value: unknown, next: () => number): unknown {
   return copy;
 }
 
-describe('fast validator', () => {
-  const key = SigningKey.fromSeed('fv', Buffer.alloc(32, 5));
-  const records = [...synthRecords(150, { seed: 21 })];
-  const statements = records.map(buildStatement);
-  const entries = records.map((r, i) =>
-    JSON.parse(serializeEntry(createHandoffEvent(r, key), i, '2027-01-01T00:00:00.000Z')),
-  );
+const key = SigningKey.fromSeed('fv', Buffer.alloc(32, 5));
+const records = [...synthRecords(150, { seed: 21 })];
+const statements = records.map(buildStatement);
+const entries = await Promise.all(
+  records.map(async (r, i) =>
+    JSON.parse(serializeEntry(await createHandoffEvent(r, key), i, '2027-01-01T00:00:00.000Z')),
+  ),
+);
 
+describe('fast validator', () => {
   test.each([
     ['statement', HandoffStatementSchema, statements],
     ['log entry', LogEntrySchema, entries],

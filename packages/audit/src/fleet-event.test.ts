@@ -55,8 +55,8 @@ afterAll(async () => {
 });
 
 describe('fleet events', () => {
-  test('a fleet-started event binds id, subject, type and time to its signed record and verifies', () => {
-    const event = createFleetEvent(started, key);
+  test('a fleet-started event binds id, subject, type and time to its signed record and verifies', async () => {
+    const event = await createFleetEvent(started, key);
     expect(event).toMatchObject({
       id: 'fleet-20270101-abc.started',
       source: 'urn:baton:fleet',
@@ -76,14 +76,14 @@ describe('fleet events', () => {
     });
   });
 
-  test('fleet-finished needs finishedAt, an outcome and every cluster’s status', () => {
+  test('fleet-finished needs finishedAt, an outcome and every cluster’s status', async () => {
     const noStatus = structuredClone(finished);
     delete (noStatus.waves[1]!.clusters[0] as { status?: unknown }).status;
     expect(FleetRecordSchema.safeParse(noStatus).error?.issues[0]?.path).toEqual(['waves', 1, 'clusters', 0, 'status']);
-    expect(() => createFleetEvent({ ...finished, outcome: undefined } as unknown as FleetRecord, key)).toThrow(
+    await expect(createFleetEvent({ ...finished, outcome: undefined } as unknown as FleetRecord, key)).rejects.toThrow(
       ConfigError,
     );
-    expect(() => createFleetEvent({ ...started, finishedAt: started.startedAt }, key)).toThrow(
+    await expect(createFleetEvent({ ...started, finishedAt: started.startedAt }, key)).rejects.toThrow(
       /fleet record finishedAt: is required in fleet-finished only/,
     );
   });
@@ -93,9 +93,9 @@ describe('fleet events', () => {
     dirs.push(dir);
     const path = join(dir, 'handoffs.jsonl');
     const log = await AuditLog.open(path, { origin: 'test/log', signer: key, now: () => new Date('2027-01-01') });
-    await log.append(createFleetEvent(started, key));
-    await log.appendMany(handoffs.map((r) => createHandoffEvent(r, key)));
-    await log.append(createFleetEvent(finished, key));
+    await log.append(await createFleetEvent(started, key));
+    await log.appendMany(await Promise.all(handoffs.map((r) => createHandoffEvent(r, key))));
+    await log.append(await createFleetEvent(finished, key));
     await log.close();
 
     const result = await verifyLog(path, keys);

@@ -15,8 +15,8 @@ const [handedOff, ...rest] = [...synthRecords(200, { seed: 7 })];
 const failed = rest.find((r) => r.outcome === 'failed')!;
 const RECORDED = '2027-01-01T00:00:00.000Z';
 
-function line(record: HandoffRecord, index = 0, signer: SigningKey | SigningKey[] = key): Buffer {
-  return Buffer.from(serializeEntry(createHandoffEvent(record, signer), index, RECORDED));
+async function line(record: HandoffRecord, index = 0, signer: SigningKey | SigningKey[] = key): Promise<Buffer> {
+  return Buffer.from(serializeEntry(await createHandoffEvent(record, signer), index, RECORDED));
 }
 
 function edit(buf: Buffer, fn: (entry: Record<string, unknown>) => void): Buffer {
@@ -95,13 +95,13 @@ describe('handoff record rules', () => {
       },
       /credential.fingerprint: must be sha256/,
     ],
-  ])('createHandoffEvent rejects %s with a ConfigError naming the field', (_, fn, message) => {
+  ])('createHandoffEvent rejects %s with a ConfigError naming the field', async (_, fn, message) => {
     const r = mutate(fn);
-    expect(() => createHandoffEvent(r, key)).toThrow(ConfigError);
-    expect(() => createHandoffEvent(r, key)).toThrow(message);
+    await expect(createHandoffEvent(r, key)).rejects.toThrow(ConfigError);
+    await expect(createHandoffEvent(r, key)).rejects.toThrow(message);
   });
 
-  test('a record carrying a token is refused, and the message names the field but not the token', () => {
+  test('a record carrying a token is refused, and the message names the field but not the token', async () => {
     const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl';
     const r = mutate((x) => {
       x.error = `push failed: Authorization: Bearer ${jwt}`;
@@ -110,7 +110,7 @@ describe('handoff record rules', () => {
     });
     let message = '';
     try {
-      createHandoffEvent(r, key);
+      await createHandoffEvent(r, key);
     } catch (err) {
       message = (err as Error).message;
     }
@@ -120,7 +120,7 @@ describe('handoff record rules', () => {
 });
 
 describe('handoff events', () => {
-  test('an image pinned by a release tag (no published digest) is recorded without a digest, and verifies', () => {
+  test('an image pinned by a release tag (no published digest) is recorded without a digest, and verifies', async () => {
     const { push } = handedOff!.plan;
     const record: HandoffRecord = {
       ...handedOff!,
@@ -134,7 +134,7 @@ describe('handoff events', () => {
     };
     delete (record.plan.push.controller as { imageDigest?: string }).imageDigest;
     expect(HandoffRecordSchema.safeParse(record).error).toBeUndefined();
-    const l = line(record, 0);
+    const l = await line(record, 0);
     expect(checkEntry(l, keys).problem).toBeUndefined();
     const entry = JSON.parse(l.toString()) as { data: { payload: string } };
     const statement = JSON.parse(Buffer.from(entry.data.payload, 'base64').toString());
@@ -144,8 +144,8 @@ describe('handoff events', () => {
     ]);
   });
 
-  test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', () => {
-    const event = createHandoffEvent(handedOff!, key);
+  test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', async () => {
+    const event = await createHandoffEvent(handedOff!, key);
     expect(event).toMatchObject({
       specversion: '1.0',
       id: handedOff!.runId,
@@ -166,8 +166,8 @@ describe('handoff events', () => {
     expect(statement.predicate).toEqual(handedOff);
   });
 
-  test('a log line has a fixed key order, so the same event at the same place gives the same bytes', () => {
-    const event = createHandoffEvent(failed, key);
+  test('a log line has a fixed key order, so the same event at the same place gives the same bytes', async () => {
+    const event = await createHandoffEvent(failed, key);
     const a = serializeEntry(event, 3, RECORDED);
     expect(serializeEntry(structuredClone(event), 3, RECORDED)).toBe(a);
     expect(Object.keys(JSON.parse(a))).toEqual([
@@ -186,13 +186,13 @@ describe('handoff events', () => {
 });
 
 describe('checking one entry', () => {
-  test('a good entry passes and reports its index and recorded time', () => {
-    const check = checkEntry(line(handedOff!, 4), keys);
+  test('a good entry passes and reports its index and recorded time', async () => {
+    const check = checkEntry(await line(handedOff!, 4), keys);
     expect(check).toEqual({ index: 4, recordedMs: Date.parse(RECORDED), problem: undefined });
   });
 
-  test('an envelope with fields DSSE does not define still verifies (consumers MUST ignore unknown fields)', () => {
-    const l = edit(line(handedOff!, 2), (entry) => {
+  test('an envelope with fields DSSE does not define still verifies (consumers MUST ignore unknown fields)', async () => {
+    const l = edit(await line(handedOff!, 2), (entry) => {
       const env = entry.data as { signatures: Record<string, unknown>[] } & Record<string, unknown>;
       env.x_vendor = { note: 'added by another producer' };
       env.signatures[0]!.cert = 'unused';
@@ -206,8 +206,8 @@ describe('checking one entry', () => {
     expect(checkEntry(forged, keys).problem).toBeDefined();
   });
 
-  test('an entry dual-signed during key rotation verifies with either key trusted', () => {
-    const l = line(handedOff!, 0, [other, key]);
+  test('an entry dual-signed during key rotation verifies with either key trusted', async () => {
+    const l = await line(handedOff!, 0, [other, key]);
     expect(checkEntry(l, keys).problem).toBeUndefined();
     expect(
       checkEntry(l, new TrustedKeySet({ origin: 'o', keys: [{ key: other.verifierKey }] })).problem,
@@ -220,8 +220,8 @@ describe('checking one entry', () => {
     ['JSON that is not an entry', () => Buffer.from('{"a":1}'), 'corrupt', /not a handoff log entry/],
     [
       'a payload changed after signing',
-      () =>
-        edit(line(handedOff!), (e) => {
+      async () =>
+        edit(await line(handedOff!), (e) => {
           const d = e.data as { payload: string };
           const stmt = JSON.parse(Buffer.from(d.payload, 'base64').toString());
           stmt.predicate.outcome = 'failed';
@@ -232,35 +232,40 @@ describe('checking one entry', () => {
     ],
     [
       'an envelope subject that disagrees with the signed record',
-      () =>
-        edit(line(handedOff!), (e) => {
+      async () =>
+        edit(await line(handedOff!), (e) => {
           e.subject = 'cluster/other';
         }),
       'binding',
       /envelope subject/,
     ],
-    ['a signature by an untrusted key', () => line(handedOff!, 0, other), 'unknown-key', /not trusted \(other-key\+/],
+    [
+      'a signature by an untrusted key',
+      async () => line(handedOff!, 0, other),
+      'unknown-key',
+      /not trusted \(other-key\+/,
+    ],
     [
       'an event dated after it was recorded',
-      () =>
-        edit(line(handedOff!), (e) => {
+      async () =>
+        edit(await line(handedOff!), (e) => {
           e.recordedtime = '2020-01-01T00:00:00.000Z';
         }),
       'time-order',
       /after it was recorded/,
     ],
-  ])('%s is reported as %s', (_, make, kind, message) => {
-    const check = checkEntry(make(), keys);
+  ])('%s is reported as %s', async (_, make, kind, message) => {
+    const check = checkEntry(await make(), keys);
     expect(check.problem?.kind).toBe(kind);
     expect(check.problem?.message).toMatch(message);
   });
 
-  test('a trusted key outside its validity window does not count', () => {
+  test('a trusted key outside its validity window does not count', async () => {
     const rotated = new TrustedKeySet({
       origin: 'o',
       keys: [{ key: key.verifierKey, validUntil: '2025-01-01T00:00:00Z' }],
     });
-    const check = checkEntry(line(handedOff!), rotated);
+    const check = checkEntry(await line(handedOff!), rotated);
     expect(check.problem?.kind).toBe('unknown-key');
     expect(check.problem?.message).toMatch(/trusted only until 2025-01-01T00:00:00.000Z, but the event is dated 2026/);
   });

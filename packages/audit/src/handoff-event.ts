@@ -111,7 +111,7 @@ const parseRecord = fastSafeParse(HandoffRecordSchema);
  * Builds and signs a fleet run's `fleet-started` or `fleet-finished` event.
  * @throws {ConfigError} when the record breaks {@link FleetRecordSchema}, naming the field and rule.
  */
-export function createFleetEvent(record: FleetRecord, signer: Signer | readonly Signer[]): HandoffEvent {
+export async function createFleetEvent(record: FleetRecord, signer: Signer | readonly Signer[]): Promise<HandoffEvent> {
   const parsed = FleetRecordSchema.safeParse(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -126,7 +126,7 @@ export function createFleetEvent(record: FleetRecord, signer: Signer | readonly 
     ...fleetEnvelopeFieldsOf(parsed.data),
     type: FLEET_EVENT_TYPE,
     datacontenttype: DSSE_CONTENT_TYPE,
-    data: signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, signers),
+    data: await signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, signers),
   };
 }
 
@@ -137,7 +137,10 @@ export function createFleetEvent(record: FleetRecord, signer: Signer | readonly 
  * @throws {ConfigError} when the record breaks the schema (naming the field and rule) or contains something that
  * looks like a credential (the message names the field, never the value).
  */
-export function createHandoffEvent(record: HandoffRecord, signer: Signer | readonly Signer[]): HandoffEvent {
+export async function createHandoffEvent(
+  record: HandoffRecord,
+  signer: Signer | readonly Signer[],
+): Promise<HandoffEvent> {
   const parsed = parseRecord(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -159,7 +162,7 @@ export function createHandoffEvent(record: HandoffRecord, signer: Signer | reado
     ...envelopeFieldsOf(parsed.data),
     type: HANDOFF_EVENT_TYPE,
     datacontenttype: DSSE_CONTENT_TYPE,
-    data: signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, signers),
+    data: await signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, signers),
   };
 }
 

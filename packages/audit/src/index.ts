@@ -4,6 +4,8 @@ export { AuditLog } from './audit-log.js';
 export type { Checkpoint } from './checkpoint.js';
 export { DEFAULT_ORIGIN, formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 export { checkpointsDir, listCheckpoints } from './checkpoint-store.js';
+export type { CommandSignerOptions } from './command-signer.js';
+export { createCommandSigner } from './command-signer.js';
 export type { DsseEnvelope } from './dsse.js';
 export { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, preAuthEncoding } from './dsse.js';
 export type { FleetRecord, FleetStatement } from './fleet-record.js';
@@ -36,6 +38,12 @@ export {
   verifyInclusionProof,
 } from './merkle-proof.js';
 export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from './merkle-tree.js';
+export type { SignerIdentity, SignerSpec } from './open-signer.js';
+export { checkSigner, openSigner } from './open-signer.js';
+export type { Pkcs11SignerOptions } from './pkcs11-signer.js';
+export { generatePkcs11Key, openPkcs11Signer } from './pkcs11-signer.js';
+export type { Pkcs11Uri } from './pkcs11-uri.js';
+export { parsePkcs11Uri, redactPkcs11Uri } from './pkcs11-uri.js';
 export { isProcessAlive } from './process-alive.js';
 export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
 export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
@@ -48,10 +56,11 @@ export type { ClusterSummary, HandoffSummary, ReportModel } from './report-model
 export { ReportBuilder } from './report-model.js';
 export type { NoteSignature, ParsedNote } from './signed-note.js';
 export { parseNote, signNote } from './signed-note.js';
-export type { Signer, VerifierKey } from './signing-key.js';
+export type { Signer, SignerKind, VerifierKey } from './signing-key.js';
 export {
   formatVerifierKey,
   generateSigningKey,
+  isValidKeyName,
   noteKeyId,
   parseSigningKey,
   parseVerifierKey,

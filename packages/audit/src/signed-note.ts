@@ -27,15 +27,17 @@ export interface ParsedNote {
  * Signs `text` as a C2SP signed note: the text, a blank line, then one `— name base64(keyID ‖ sig)` line per signer.
  * @throws {RangeError} when the text does not end in a newline, contains control characters or is empty.
  */
-export function signNote(text: string, signers: readonly Signer[]): string {
+export async function signNote(text: string, signers: readonly Signer[]): Promise<string> {
   const problem = checkNoteText(text);
   if (problem) throw new RangeError(`cannot sign note: ${problem}`);
   if (signers.length === 0) throw new RangeError('cannot sign note: no signer given');
   const body = Buffer.from(text, 'utf8');
-  const lines = signers.map((s) => {
-    const blob = Buffer.concat([s.keyId, s.sign(body)]).toString('base64');
-    return `${SIG_PREFIX}${s.name} ${blob}\n`;
-  });
+  const lines = await Promise.all(
+    signers.map(async (s) => {
+      const blob = Buffer.concat([s.keyId, await s.sign(body)]).toString('base64');
+      return `${SIG_PREFIX}${s.name} ${blob}\n`;
+    }),
+  );
   return `${text}\n${lines.join('')}`;
 }
 

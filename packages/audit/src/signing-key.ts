@@ -16,7 +16,13 @@ const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const SIGNER_KEY_PREFIX = 'PRIVATE+KEY+';
 
-/** Something that signs: a checkpoint note, a DSSE envelope. Ed25519 only. */
+/** Where a signer's private key lives; recorded with what it signs, never the key itself. */
+export type SignerKind = 'key-file' | 'command' | 'pkcs11';
+
+/**
+ * Something that signs: a checkpoint note, a DSSE envelope. Ed25519 only (C2SP signed notes define no other type a
+ * Go verifier reads). Signing is asynchronous because the key may sit outside the process (a KMS behind a command).
+ */
 export interface Signer {
   /** Key name as it appears in signed-note signature lines (no spaces, no `+`). */
   readonly name: string;
@@ -26,8 +32,11 @@ export interface Signer {
   readonly publicKey: Buffer;
   /** Verifier key string `name+hex(keyId)+base64(0x01 ‖ publicKey)`, safe to publish. */
   readonly verifierKey: string;
-  /** Signs `message` with Ed25519 and returns the 64-byte signature. */
-  sign(message: Uint8Array): Buffer;
+  readonly kind: SignerKind;
+  /** Signs `message` with Ed25519 (RFC 8032, the message itself, not a prehash) and returns the 64-byte signature. */
+  sign(message: Uint8Array): Promise<Buffer>;
+  /** Releases what the signer holds (a PKCS#11 session); signers without any leave it out. */
+  close?(): Promise<void>;
 }
 
 /** True when `name` is a valid signed-note key name: non-empty, printable, no whitespace, no `+`. */
@@ -105,6 +114,7 @@ export class SigningKey implements Signer {
   readonly keyId: Buffer;
   readonly publicKey: Buffer;
   readonly verifierKey: string;
+  readonly kind = 'key-file';
   readonly #privateKey: KeyObject;
   readonly #seed: Buffer;
 
@@ -129,7 +139,7 @@ export class SigningKey implements Signer {
     return new SigningKey(name, Buffer.from(seed));
   }
 
-  sign(message: Uint8Array): Buffer {
+  async sign(message: Uint8Array): Promise<Buffer> {
     return sign(null, message, this.#privateKey);
   }
 

@@ -14,7 +14,8 @@ export const DEFAULT_IMAGE_FILE = join(REPO_ROOT, 'packages/fleet/job-image.json
 /**
  * Builds the image and writes its layout: the CLI bundled by esbuild at /app/dist/main.mjs with its package.json
  * beside (the CLI reads its version there), on the controller's Debian packages and Node.js, as 65532. `testenv`
- * is left out: the CLI loads it only when `@baton/testenv` is installed, and says so otherwise.
+ * is left out: the CLI loads it only when `@baton/testenv` is installed, and says so otherwise. So is `pkcs11js`, the
+ * PKCS#11 signer's native binding (an optional peer): in the image, an audit key is a file or a signer command.
  * @returns the image manifest's digest and what went into it.
  */
 export async function buildCliImage(o: { outDir: string; cacheDir: string; reuseLayers: boolean }) {
@@ -22,7 +23,7 @@ export async function buildCliImage(o: { outDir: string; cacheDir: string; reuse
   const bundle = await bundleEntry({
     repoRoot: REPO_ROOT,
     entry: 'packages/cli/src/main.ts',
-    external: ['@baton/testenv', '@baton/testenv/*'],
+    external: ['@baton/testenv', '@baton/testenv/*', 'pkcs11js'],
   });
   const pkgText = readFileSync(join(REPO_ROOT, 'packages/cli/package.json'));
   const { version } = JSON.parse(pkgText.toString()) as { version: string };

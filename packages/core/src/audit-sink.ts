@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { AuditLog, createHandoffEvent, type HandoffRecord, readSigningKeyFile } from '@baton/audit';
+import {
+  AuditLog,
+  checkSigner,
+  createHandoffEvent,
+  type HandoffEvent,
+  type HandoffRecord,
+  openSigner,
+  type SignerIdentity,
+  type SignerSpec,
+} from '@baton/audit';
 
 /** Where a handoff record landed. */
 export interface AuditAppendResult {
@@ -21,6 +30,14 @@ export interface AuditAppendResult {
 /** Where the engine records handoffs. The real one is {@link openAuditSink}; tests may pass another. */
 export interface AuditSink {
   /**
+   * Checks, before anything is minted, that the signer answers with the configured key (reads the key file, or has
+   * the signer command sign a probe), so a handoff never runs only to find it cannot be recorded.
+   * @returns what signs (its kind and public key, never key material), or undefined when another process signs and
+   * checked its signer itself (the fleet orchestrator, for a Job engine shard).
+   * @throws {ConfigError} or {ProcessError} naming the key file or command and the fix.
+   */
+  check(): Promise<SignerIdentity | undefined>;
+  /**
    * Signs and appends one record.
    * @throws {ConfigError} when the record breaks the audit schema or looks like it carries a credential.
    */
@@ -30,7 +47,7 @@ export interface AuditSink {
 /** Options of {@link openAuditSink}. */
 export interface OpenAuditSinkOptions {
   readonly logPath: string;
-  readonly signingKeyPath: string;
+  readonly signer: SignerSpec;
   /** Checkpoint origin. */
   readonly origin: string;
 }
@@ -42,24 +59,34 @@ export interface OpenAuditSinkOptions {
  */
 export function openAuditSink(options: OpenAuditSinkOptions): AuditSink {
   return {
+    check: () => checkSigner(options.signer, 'audit.signer'),
     async append(record) {
-      const key = await readSigningKeyFile(options.signingKeyPath);
-      const event = createHandoffEvent(record, key);
-      await mkdir(dirname(options.logPath), { recursive: true });
-      const log = await AuditLog.open(options.logPath, { origin: options.origin, signer: key });
+      const signer = await openSigner(options.signer, 'audit.signer');
       try {
-        const r = await log.append(event);
-        return {
-          index: r.firstIndex,
-          eventId: event.id,
-          eventDigest: `sha256:${createHash('sha256').update(JSON.stringify(event)).digest('hex')}`,
-          checkpoint: await readFile(r.checkpoint, 'utf8'),
-          checkpointPath: r.checkpoint,
-          logPath: options.logPath,
-        };
+        const event = await createHandoffEvent(record, signer);
+        await mkdir(dirname(options.logPath), { recursive: true });
+        const log = await AuditLog.open(options.logPath, { origin: options.origin, signer });
+        try {
+          return await appendEvent(log, event, options.logPath);
+        } finally {
+          await log.close();
+        }
       } finally {
-        await log.close();
+        await signer.close?.();
       }
     },
+  };
+}
+
+/** Appends one signed event to an open log and says where it landed (the fleet's writer uses it too). */
+export async function appendEvent(log: AuditLog, event: HandoffEvent, logPath: string): Promise<AuditAppendResult> {
+  const r = await log.append(event);
+  return {
+    index: r.firstIndex,
+    eventId: event.id,
+    eventDigest: `sha256:${createHash('sha256').update(JSON.stringify(event)).digest('hex')}`,
+    checkpoint: await readFile(r.checkpoint, 'utf8'),
+    checkpointPath: r.checkpoint,
+    logPath,
   };
 }

@@ -1,13 +1,17 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
-import { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
+import { parse } from 'yaml';
+import { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan, planAsInput } from './handoff-plan.js';
 import { planSecrets } from './manifest-set.js';
 
 const fixture = fileURLToPath(new URL('../../../test/fixtures/handoff/plan.yaml', import.meta.url));
+/** The fixture plan as written (a resolved plan is not an input: its audit block names a resolved signer). */
+const written = () => parse(readFileSync(fixture, 'utf8')) as Record<string, Record<string, unknown>>;
+const parseWritten = (input: unknown) => parseHandoffPlan(input, 'p.yaml', dirname(fixture));
 
 describe('handoff plan', () => {
   it('loads the fixture plan, applies defaults and resolves paths against the plan file', () => {
@@ -40,9 +44,9 @@ describe('handoff plan', () => {
   });
 
   it('takes the kubeconfig text inline (no path), refuses both at once, and never quotes the text', () => {
-    const { plan } = loadHandoffPlan(fixture);
+    const plan = written();
     const text = 'apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: not-a-real-secret-4f2a}}]\n';
-    const inline = parseHandoffPlan({ ...plan, cluster: { name: 'c', kubeconfigContent: text } }, 'p.yaml');
+    const inline = parseWritten({ ...plan, cluster: { name: 'c', kubeconfigContent: text } });
     expect(inline.plan.cluster.kubeconfigContent).toBe(text);
     expect(inline.plan.cluster.kubeconfig).toBeUndefined();
     const both = { ...plan, cluster: { name: 'c', kubeconfig: 'k.yaml', kubeconfigContent: text } };
@@ -51,9 +55,43 @@ describe('handoff plan', () => {
   });
 
   it('refuses a push field manager equal to the controller one (ownership would prove nothing)', () => {
-    const { plan } = loadHandoffPlan(fixture);
+    const plan = written();
     const same = { ...plan, push: { ...plan.push, fieldManager: 'baton-controller' } };
-    expect(() => parseHandoffPlan(same, 'p.yaml')).toThrow(/controller\.fieldManager.*must differ/);
+    expect(() => parseWritten(same)).toThrow(/controller\.fieldManager.*must differ/);
+  });
+
+  it('takes the audit key from a file or an external signer command, exactly one of them', () => {
+    const plan = written();
+    const { audit } = parseWritten(plan).plan;
+    expect(audit.signer).toEqual({ kind: 'key-file', path: join(dirname(fixture), 'audit', 'signing.key') });
+    const publicKey = 'ops.example/handoff+2b7e0d61+AUpJp7dE5kkGIL2nxVvqJqSOxIsyJYhDSVq2odLJk2wU';
+    const withSigner = (command: string[]) => ({
+      ...plan,
+      audit: { logPath: 'audit/handoff.log', signer: { command, publicKey } },
+    });
+    expect(parseWritten(withSigner(['./bin/kms-sign', '--key', 'k1'])).plan.audit.signer).toEqual({
+      kind: 'command',
+      command: [join(dirname(fixture), 'bin', 'kms-sign'), '--key', 'k1'],
+      verifierKey: publicKey,
+      timeoutSeconds: 30,
+    });
+    // A bare program name is looked up on PATH, as a shell would.
+    expect(parseWritten(withSigner(['gcloud-sign'])).plan.audit.signer).toMatchObject({ command: ['gcloud-sign'] });
+    const both = { ...plan, audit: { ...plan.audit, signer: { command: ['x'], publicKey } } };
+    const neither = { ...plan, audit: { logPath: 'audit/handoff.log' } };
+    // A resolved plan goes back to input form (the fleet's shards parse their plan anew) and parses to the same plan.
+    for (const p of [
+      plan,
+      withSigner(['./bin/kms-sign']),
+      { ...plan, audit: { logPath: 'a.log', signer: { pkcs11: 'pkcs11:token=t;object=k?module-path=/m.so' } } },
+    ]) {
+      const resolved = parseWritten(p).plan;
+      expect(parseWritten(planAsInput(resolved)).plan).toEqual(resolved);
+    }
+    for (const bad of [both, neither])
+      expect(() => parseWritten(bad)).toThrow(
+        /^p\.yaml: invalid handoff plan: .*exactly one of signingKeyPath .* and signer .* at "audit"/,
+      );
   });
 
   it('caps the push window at the token lifetime (600 s)', () => {

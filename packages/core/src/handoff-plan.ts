@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import type { SignerSpec } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
@@ -152,11 +153,55 @@ export const HandoffPlanSchema = z
           ),
       })
       .prefault({}),
-    audit: z.strictObject({
-      logPath: z.string().min(1).describe('audit log file (relative to the plan)'),
-      signingKeyPath: z.string().min(1).describe('Ed25519 signing key file (relative to the plan)'),
-      origin: z.string().default(DEFAULT_HANDOFF_LOG_ORIGIN),
-    }),
+    audit: z
+      .strictObject({
+        logPath: z.string().min(1).describe('audit log file (relative to the plan)'),
+        signingKeyPath: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Ed25519 signing key file (relative to the plan); or give signer, for a key that is not in a file'),
+        signer: z
+          .strictObject({
+            command: z
+              .array(z.string().min(1))
+              .min(1)
+              .optional()
+              .describe(
+                'program and arguments, run without a shell (a relative program path resolves against the plan): reads the message on stdin, prints the base64 Ed25519 signature',
+              ),
+            pkcs11: z
+              .string()
+              .startsWith('pkcs11:', 'a PKCS#11 URI starts with "pkcs11:" (RFC 7512)')
+              .optional()
+              .describe(
+                'RFC 7512 URI of an Ed25519 key in a PKCS#11 token, with module-path and pin-source (or BATON_PKCS11_PIN): the key signs inside the token',
+              ),
+            publicKey: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                'verifier key (name+hash+base64) of the signing key; every signature is checked against it (required with command; with pkcs11, the token must hold this key)',
+              ),
+            timeoutSeconds: z.number().positive().max(600).default(30).describe('how long a signer command may take'),
+          })
+          .refine((x) => (x.command === undefined) !== (x.pkcs11 === undefined), {
+            message: 'give exactly one of command (a signer command) and pkcs11 (a key in a PKCS#11 token)',
+          })
+          .refine((x) => x.command === undefined || x.publicKey !== undefined, {
+            message:
+              'a signer command needs publicKey: the verifier key it signs with (baton audit keygen --public-key prints it)',
+            path: ['publicKey'],
+          })
+          .optional()
+          .describe('a signing key that is not in a file: a KMS or HSM behind a command, or a PKCS#11 token'),
+        origin: z.string().default(DEFAULT_HANDOFF_LOG_ORIGIN),
+      })
+      .refine((a) => (a.signingKeyPath === undefined) !== (a.signer === undefined), {
+        message:
+          'give exactly one of signingKeyPath (a key file from `baton audit keygen`) and signer (a signer command or a PKCS#11 key)',
+      }),
     journalDir: z.string().default('.baton/journal').describe('local step journal (relative to the plan)'),
   })
   .describe('baton handoff plan');
@@ -181,8 +226,16 @@ export interface ResolvedController {
   readonly privilege: 'scoped' | 'cluster-admin';
 }
 
+/** The audit block of a validated plan: the log, its origin, and where the signing key lives. */
+export interface ResolvedAudit {
+  readonly logPath: string;
+  readonly origin: string;
+  readonly signer: SignerSpec;
+}
+
 /** A validated handoff plan with defaults applied, its controller block filled from the profile. */
-export type HandoffPlan = Omit<ParsedPlan, 'controller' | 'pull'> & {
+export type HandoffPlan = Omit<ParsedPlan, 'controller' | 'pull' | 'audit'> & {
+  readonly audit: ResolvedAudit;
   readonly controller: ResolvedController;
   readonly pull: Omit<ParsedPlan['pull'], 'credential'> & {
     readonly credential: ParsedPlan['pull']['credential'] & {
@@ -254,10 +307,63 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
       },
       controller,
       takeover,
-      audit: { ...p.audit, logPath: abs(p.audit.logPath), signingKeyPath: abs(p.audit.signingKeyPath) },
+      audit: resolveAudit(p.audit, abs),
       journalDir: abs(p.journalDir),
     },
   };
+}
+
+/** The plan's audit block with absolute paths: a key file, a signer command (a relative program path too), a token. */
+function resolveAudit(a: ParsedPlan['audit'], abs: (p: string) => string): ResolvedAudit {
+  const base = { logPath: abs(a.logPath), origin: a.origin };
+  if (a.signer?.pkcs11) {
+    const { publicKey } = a.signer;
+    return {
+      ...base,
+      signer: {
+        kind: 'pkcs11',
+        uri: a.signer.pkcs11,
+        // C2SP tlog-checkpoint: a log's key is named for its origin, unless the plan's publicKey names it otherwise.
+        keyName: publicKey?.slice(0, Math.max(0, publicKey.indexOf('+'))) || a.origin,
+        ...(publicKey ? { verifierKey: publicKey } : {}),
+      },
+    };
+  }
+  if (a.signer?.command) {
+    const [program, ...args] = a.signer.command;
+    const path = program!.includes('/') ? abs(program!) : program!;
+    return {
+      ...base,
+      signer: {
+        kind: 'command',
+        command: [path, ...args],
+        verifierKey: a.signer.publicKey!,
+        timeoutSeconds: a.signer.timeoutSeconds,
+      },
+    };
+  }
+  return { ...base, signer: { kind: 'key-file', path: abs(a.signingKeyPath!) } };
+}
+
+/**
+ * A validated plan as input again, for a process that parses it anew (the fleet's shard pods): every field is
+ * already in input form except the audit block, whose resolved signer goes back to the field it came from.
+ */
+export function planAsInput(plan: HandoffPlan): HandoffPlanInput {
+  const { signer, ...audit } = plan.audit;
+  const input =
+    signer.kind === 'key-file'
+      ? { signingKeyPath: signer.path }
+      : signer.kind === 'command'
+        ? {
+            signer: {
+              command: [...signer.command],
+              publicKey: signer.verifierKey,
+              ...(signer.timeoutSeconds !== undefined ? { timeoutSeconds: signer.timeoutSeconds } : {}),
+            },
+          }
+        : { signer: { pkcs11: signer.uri, ...(signer.verifierKey ? { publicKey: signer.verifierKey } : {}) } };
+  return { ...plan, audit: { ...audit, ...input } } as HandoffPlanInput;
 }
 
 /** What the profile adds to a pull Secret made from fromFile: its labels (unless the plan has some) and data keys. */

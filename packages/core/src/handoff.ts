@@ -90,6 +90,9 @@ async function beginRun(run: HandoffRun): Promise<HeldLock> {
     run.set = loadManifestSet(run.plan);
     run.rules = computeBootstrapRules(run.set.objects.map((m) => m.object));
     run.fact(`${run.set.objects.length} objects, ${flattenRules(run.rules).length} rules computed`);
+    // Before the cluster is touched: a handoff that could not be recorded must not start.
+    const signer = await run.deps.audit.check();
+    if (signer) run.log.info({ signerKind: signer.kind, verifierKey: signer.verifierKey }, 'audit signer checked');
     await run.enter(HandoffStep.preflight);
     await checkCluster(run);
     return await holdLock(run);

@@ -1,6 +1,6 @@
 // The public API of @baton/core. Everything else is internal.
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
-export { openAuditSink } from './audit-sink.js';
+export { appendEvent, openAuditSink } from './audit-sink.js';
 export type { ClusterPlanCheck, DryRunResult } from './check-plan.js';
 export { checkPlanOnCluster } from './check-plan.js';
 export type { Clock, PollOptions } from './clock.js';
@@ -29,6 +29,7 @@ export {
   handoffPlanJsonSchema,
   loadHandoffPlan,
   parseHandoffPlan,
+  planAsInput,
 } from './handoff-plan.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';
 export { Journal } from './journal.js';

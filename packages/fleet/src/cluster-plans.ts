@@ -39,9 +39,17 @@ export function renderTargets(fleet: LoadedFleet): FleetTarget[] {
   const first = targets[0]!.loaded.plan.audit;
   for (const t of targets) {
     const a = t.loaded.plan.audit;
-    if (a.logPath !== first.logPath || a.signingKeyPath !== first.signingKeyPath || a.origin !== first.origin) {
+    const differs =
+      a.logPath !== first.logPath
+        ? `${a.logPath} vs ${first.logPath}`
+        : a.origin !== first.origin
+          ? `origin ${a.origin} vs ${first.origin}`
+          : JSON.stringify(a.signer) !== JSON.stringify(first.signer)
+            ? `its signer is a ${a.signer.kind}, not the same ${first.signer.kind}`
+            : undefined;
+    if (differs) {
       throw new ConfigError(
-        `${fleet.file}: cluster "${t.name}": audit differs from cluster "${targets[0]!.name}" (${a.logPath} vs ${first.logPath}); a fleet records every handoff and its fleet events in one log: remove audit from the cluster's overrides`,
+        `${fleet.file}: cluster "${t.name}": audit differs from cluster "${targets[0]!.name}" (${differs}); a fleet records every handoff and its fleet events in one log: remove audit from the cluster's overrides`,
       );
     }
   }

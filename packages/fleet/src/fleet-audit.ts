@@ -1,21 +1,22 @@
-import { createHash } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   AuditLog,
+  checkSigner,
   createFleetEvent,
   createHandoffEvent,
   type FleetRecord,
   type HandoffEvent,
   type HandoffRecord,
-  readSigningKeyFile,
+  openSigner,
+  type SignerSpec,
 } from '@baton/audit';
-import type { AuditAppendResult, AuditSink } from '@baton/core';
+import { type AuditAppendResult, type AuditSink, appendEvent } from '@baton/core';
 
 /** Options of {@link openFleetAudit}. */
 export interface FleetAuditOptions {
   readonly logPath: string;
-  readonly signingKeyPath: string;
+  readonly signer: SignerSpec;
   readonly origin: string;
   /** Stamped on every handoff record as `actor.fleetRunId`. */
   readonly fleetRunId: string;
@@ -34,26 +35,26 @@ export interface FleetAudit {
  * Opens the log once for the whole run (the key is read once; appends queue on one AuditLog, each under the
  * cross-process lock, so nothing else writing the log is shut out). A handoff record whose run already has an event
  * appended by this writer is not appended twice: a shard pod replaced after its append gets the first result back.
- * @throws {ConfigError} when the key or the log cannot be opened.
+ * @throws {ConfigError} or {ProcessError} when the signer or the log cannot be opened.
  */
 export async function openFleetAudit(o: FleetAuditOptions): Promise<FleetAudit> {
-  const key = await readSigningKeyFile(o.signingKeyPath);
-  await mkdir(dirname(o.logPath), { recursive: true });
-  const log = await AuditLog.open(o.logPath, { origin: o.origin, signer: key });
+  // The signer signs a probe before any cluster is touched: each handoff's own check then has nothing left to ask.
+  const identity = await checkSigner(o.signer, 'audit.signer');
+  const key = await openSigner(o.signer, 'audit.signer');
+  let log: AuditLog;
+  try {
+    await mkdir(dirname(o.logPath), { recursive: true });
+    log = await AuditLog.open(o.logPath, { origin: o.origin, signer: key });
+  } catch (err) {
+    await key.close?.();
+    throw err;
+  }
   const byRunId = new Map<string, Promise<AuditAppendResult>>();
-  const append = async (event: HandoffEvent): Promise<AuditAppendResult> => {
-    const r = await log.append(event);
-    return {
-      index: r.firstIndex,
-      eventId: event.id,
-      eventDigest: `sha256:${createHash('sha256').update(JSON.stringify(event)).digest('hex')}`,
-      checkpoint: await readFile(r.checkpoint, 'utf8'),
-      checkpointPath: r.checkpoint,
-      logPath: o.logPath,
-    };
-  };
+  const append = async (event: Promise<HandoffEvent>): Promise<AuditAppendResult> =>
+    appendEvent(log, await event, o.logPath);
   return {
     sink: {
+      check: async () => identity,
       append(record: HandoffRecord) {
         const seen = byRunId.get(record.runId);
         if (seen) return seen;
@@ -65,6 +66,12 @@ export async function openFleetAudit(o: FleetAuditOptions): Promise<FleetAudit> 
       },
     },
     appendFleet: (record) => append(createFleetEvent(record, key)),
-    close: () => log.close(),
+    close: async () => {
+      try {
+        await log.close();
+      } finally {
+        await key.close?.();
+      }
+    },
   };
 }

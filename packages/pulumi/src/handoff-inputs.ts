@@ -62,7 +62,19 @@ export interface ControllerSpec {
 /** The audit log of the handoff (`audit` of a plan). Relative paths resolve against the program's directory. */
 export interface AuditSpec {
   readonly logPath: string;
-  readonly signingKeyPath: string;
+  /** The Ed25519 key file; or give `signer`. */
+  readonly signingKeyPath?: string;
+  /**
+   * A key that is not in a file: a signer `command` (a KMS or HSM behind it; reads the message on stdin, prints the
+   * base64 Ed25519 signature) or a `pkcs11` URI (a key in a token). `publicKey`, the verifier key every signature is
+   * checked against, is required with a command.
+   */
+  readonly signer?: {
+    readonly command?: readonly string[];
+    readonly pkcs11?: string;
+    readonly publicKey?: string;
+    readonly timeoutSeconds?: number;
+  };
   /** @default 'baton.dev/handoff' */
   readonly origin?: string;
 }

@@ -53,6 +53,15 @@ function resolved<T>(o: pulumi.Output<T>): Promise<T> {
   return new Promise((resolve) => o.apply(resolve));
 }
 
+/** The config every stack needs, over which a test sets what it is about. */
+const BASE_CONFIG = {
+  'project:gitUrl': 'http://git.example/c.git',
+  'project:gitRevision': 'c'.repeat(40),
+  'project:manifests': manifests,
+  'project:pullUsername': 'reader',
+  'project:pullPassword': 'pw',
+};
+
 function isSecretValue(v: unknown): boolean {
   return (
     typeof v === 'object' && v !== null && (v as Record<string, unknown>)[pulumi.runtime.specialSigKey] === SECRET_SIG
@@ -151,14 +160,51 @@ describe('Handoff (wiring, mocked engine)', () => {
       expect(isSecretValue(run.inputs[key]), key).toBe(true);
   });
 
-  it('takes push-only Secrets from config pushSecrets (with webhookSecret as baton-webhook), refusing a bad shape by its path', async () => {
-    const base = {
-      'project:gitUrl': 'http://git.example/c.git',
-      'project:gitRevision': 'c'.repeat(40),
-      'project:manifests': manifests,
-      'project:pullUsername': 'reader',
-      'project:pullPassword': 'pw',
+  it('takes the audit key from a signer command in config (signerCommand, signerPublicKey), refusing a mix', async () => {
+    const publicKey = 'baton.dev/handoff+2b7e0d61+AUpJp7dE5kkGIL2nxVvqJqSOxIsyJYhDSVq2odLJk2wU';
+    pulumi.runtime.setAllConfig(
+      {
+        ...BASE_CONFIG,
+        'project:clusterName': 'kms-signed',
+        'project:webhookSecret': 'whsec',
+        'project:signerCommand': JSON.stringify(['kms-sign', '--key', 'k1']),
+        'project:signerPublicKey': publicKey,
+      },
+      ['project:pullPassword', 'project:webhookSecret'],
+    );
+    await resolved(handoffFromConfig(pulumi.secret('kc')).receipt);
+    const run = registered.find((r) => r.type === 'pulumi-nodejs:dynamic/baton:HandoffRun' && r.name === 'kms-signed')!;
+    expect(run.inputs.audit).toEqual({
+      logPath: `${process.cwd()}/audit/handoffs.jsonl`,
+      signer: { command: ['kms-sign', '--key', 'k1'], publicKey },
+    });
+    const refused = (extra: Record<string, string>) => {
+      pulumi.runtime.setAllConfig({ ...BASE_CONFIG, ...extra }, ['project:pullPassword']);
+      expect(() => handoffFromConfig(pulumi.secret('kc'))).toThrow(pulumi.RunError);
+      try {
+        handoffFromConfig(pulumi.secret('kc'));
+      } catch (err) {
+        return (err as Error).message;
+      }
     };
+    expect(
+      refused({
+        'project:signerCommand': '["s"]',
+        'project:signingKey': 'k.key',
+        'project:signerPublicKey': publicKey,
+      }),
+    ).toMatch(
+      /^stack config signerCommand: give one of signingKey \(a key file\), signerCommand with signerPublicKey, or signerPkcs11/,
+    );
+    expect(refused({ 'project:signerCommand': '"s"', 'project:signerPublicKey': publicKey })).toMatch(
+      /^stack config signerCommand: must be a list of the program and its arguments/,
+    );
+    expect(refused({ 'project:signerCommand': '["s"]' })).toMatch(
+      /^stack config signerPublicKey: required with signerCommand/,
+    );
+  });
+
+  it('takes push-only Secrets from config pushSecrets (with webhookSecret as baton-webhook), refusing a bad shape by its path', async () => {
     const secretKeys = ['project:pullPassword', 'project:pushSecrets', 'project:webhookSecret'];
     const pushSecretsOf = (name: string) => {
       const run = registered.find((r) => r.type === 'pulumi-nodejs:dynamic/baton:HandoffRun' && r.name === name)!;
@@ -167,7 +213,7 @@ describe('Handoff (wiring, mocked engine)', () => {
     };
     pulumi.runtime.setAllConfig(
       {
-        ...base,
+        ...BASE_CONFIG,
         'project:clusterName': 'with-push-secrets',
         'project:pushSecrets': JSON.stringify({
           'argocd-redis': { auth: 'redis-pw' },
@@ -187,7 +233,7 @@ describe('Handoff (wiring, mocked engine)', () => {
     const refused = (pushSecrets: unknown, webhook?: string) => {
       pulumi.runtime.setAllConfig(
         {
-          ...base,
+          ...BASE_CONFIG,
           'project:pushSecrets': JSON.stringify(pushSecrets),
           ...(webhook ? { 'project:webhookSecret': webhook } : {}),
         },

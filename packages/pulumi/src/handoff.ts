@@ -92,9 +92,11 @@ export class Handoff extends pulumi.ComponentResource {
     const base = process.cwd();
     const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
     const controller = pulumi.output(args.controller).apply((c) => ({ ...c, manifests: abs(c.manifests) }));
-    const audit = pulumi
-      .output(args.audit)
-      .apply((a) => ({ ...a, logPath: abs(a.logPath), signingKeyPath: abs(a.signingKeyPath) }));
+    const audit = pulumi.output(args.audit).apply((a) => ({
+      ...a,
+      logPath: abs(a.logPath),
+      ...(a.signingKeyPath ? { signingKeyPath: abs(a.signingKeyPath) } : {}),
+    }));
     const journalDir = pulumi.output(args.journalDir ?? '.baton/journal').apply(abs);
     const clusterName = pulumi.output(args.clusterName ?? name);
     const run = new HandoffRun(

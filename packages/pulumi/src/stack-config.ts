@@ -2,6 +2,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { controllerOf } from './controllers.js';
 import { Handoff, type HandoffArgs } from './handoff.js';
+import type { AuditSpec } from './handoff-inputs.js';
 
 /**
  * The config keys a stack of baton's reads (`pulumi config set <key> <value>`; secrets with `--secret`):
@@ -16,6 +17,8 @@ import { Handoff, type HandoffArgs } from './handoff.js';
  * - `webhookSecret` (secret, optional): shorthand for `pushSecrets["baton-webhook"].secret` (baton-controller's);
  * - `clusterName` (@default the stack name), `takeoverTimeoutSeconds` (@default 300);
  * - `auditLog` (@default audit/handoffs.jsonl) and `signingKey` (@default audit/baton.key), relative to the stack;
+ *   or, for a key in a KMS or HSM, `signerCommand` (a list: program and arguments) and `signerPublicKey` (its
+ *   verifier key), or `signerPkcs11` (a PKCS#11 URI), instead of `signingKey` (docs/attestation.md);
  * - `journalDir` (@default .baton/journal): the local step journal; run logs go beside it (`logs/`).
  */
 export const STACK_CONFIG_KEYS = [
@@ -33,6 +36,9 @@ export const STACK_CONFIG_KEYS = [
   'takeoverTimeoutSeconds',
   'auditLog',
   'signingKey',
+  'signerCommand',
+  'signerPkcs11',
+  'signerPublicKey',
   'journalDir',
 ] as const;
 
@@ -66,13 +72,40 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
     pullCredential: { username: config.require('pullUsername'), password: config.requireSecret('pullPassword') },
     ...(pushSecrets ? { pushSecrets } : {}),
     takeover: { timeoutSeconds: config.getNumber('takeoverTimeoutSeconds') ?? 300 },
-    audit: {
-      logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl',
-      signingKeyPath: config.get('signingKey') ?? 'audit/baton.key',
-    },
+    audit: { logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl', ...signerFromConfig(config) },
     ...(journalDir ? { journalDir } : {}),
   });
   return { receipt: handoff.receipt, plan: handoff.plan };
+}
+
+/**
+ * The audit key: config `signingKey` (a file), or `signerCommand` with `signerPublicKey` (a KMS or HSM), not both.
+ * @throws {pulumi.RunError} naming the keys when they are mixed or half given.
+ */
+function signerFromConfig(config: pulumi.Config): Pick<AuditSpec, 'signingKeyPath' | 'signer'> {
+  const command = config.getObject<unknown>('signerCommand');
+  const pkcs11 = config.get('signerPkcs11');
+  const publicKey = config.get('signerPublicKey');
+  if (command === undefined && pkcs11 === undefined && publicKey === undefined) {
+    return { signingKeyPath: config.get('signingKey') ?? 'audit/baton.key' };
+  }
+  if (config.get('signingKey') !== undefined || (command !== undefined && pkcs11 !== undefined)) {
+    throw new pulumi.RunError(
+      'stack config signerCommand: give one of signingKey (a key file), signerCommand with signerPublicKey, or signerPkcs11',
+    );
+  }
+  if (pkcs11 !== undefined) return { signer: { pkcs11, ...(publicKey ? { publicKey } : {}) } };
+  if (!Array.isArray(command) || command.length === 0 || !command.every((a) => typeof a === 'string' && a !== '')) {
+    throw new pulumi.RunError(
+      "stack config signerCommand: must be a list of the program and its arguments, e.g. pulumi config set --path 'signerCommand[0]' ./bin/kms-sign",
+    );
+  }
+  if (!publicKey) {
+    throw new pulumi.RunError(
+      'stack config signerPublicKey: required with signerCommand: the verifier key the command signs with (baton audit keygen --public-key prints it)',
+    );
+  }
+  return { signer: { command: command as string[], publicKey } };
 }
 
 const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

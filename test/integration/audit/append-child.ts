@@ -9,10 +9,10 @@ const key = await readSigningKeyFile(keyPath!);
 const log = await AuditLog.open(logPath!, { origin: 'test.baton.dev/audit', signer: key, lockTimeoutMs: 120_000 });
 const seed = Number(seedText);
 if (mode === 'forever') {
-  const events = [...synthRecords(200, { seed })].map((r) => createHandoffEvent(r, key));
+  const events = await Promise.all([...synthRecords(200, { seed })].map((r) => createHandoffEvent(r, key)));
   for (;;) await log.appendMany(events);
 }
-const events = [...synthRecords(Number(countText), { seed })].map((r) => createHandoffEvent(r, key));
+const events = await Promise.all([...synthRecords(Number(countText), { seed })].map((r) => createHandoffEvent(r, key)));
 for (let i = 0, batch = 1; i < events.length; i += batch, batch = (batch % 19) + 1) {
   await log.appendMany(events.slice(i, i + batch));
 }

@@ -1,6 +1,7 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { chmod, copyFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatTrustedKeys, parseTrustedKeys, readEntries } from '@baton/audit';
+import { formatTrustedKeys, formatVerifierKey, parseTrustedKeys, readEntries } from '@baton/audit';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { copyLog, fixtureKeyFile, readLines, removeDir, runCli, TRUSTED_KEYS, tempDir, writeLines } from './helpers.js';
 
@@ -35,6 +36,31 @@ beforeAll(async () => {
 afterAll(() => removeDir(dir));
 
 describe.concurrent('baton audit, as a user runs it', () => {
+  test("keygen --public-key adds a KMS-held key by its Ed25519 public key and prints the plan's publicKey; refuses another kind", async () => {
+    const out = join(dir, 'keys-kms');
+    const { publicKey } = generateKeyPairSync('ed25519');
+    const pem = join(dir, 'kms.pub.pem');
+    await writeFile(pem, publicKey.export({ format: 'pem', type: 'spki' }));
+    const r = await runCli(['audit', 'keygen', '--public-key', pem, '--out', out, '--origin', 'ops.example/audit']);
+    expect(r.code, r.stderr).toBe(0);
+    const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
+    const expected = formatVerifierKey('ops.example/audit', raw);
+    expect(r.stdout).toContain(`key:          ${expected} (the plan's audit.signer.publicKey)`);
+    const trusted = parseTrustedKeys(await readFile(join(out, 'trusted-keys.yaml'), 'utf8'), 'k');
+    expect(trusted.toFile()).toEqual({ origin: 'ops.example/audit', keys: [{ key: expected }] });
+
+    const p256 = join(dir, 'p256.pub.pem');
+    await writeFile(
+      p256,
+      generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'pem', type: 'spki' }),
+    );
+    const bad = await runCli(['audit', 'keygen', '--public-key', p256, '--out', out]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /--public-key .*p256\.pub\.pem: not an Ed25519 public key in PEM \(it is an EC key, not Ed25519\)/,
+    );
+  });
+
   test("keygen without --name names a new log's key for its origin (C2SP tlog-checkpoint)", async () => {
     const out = join(dir, 'keys-origin');
     const r = await runCli(['audit', 'keygen', '--out', out, '--origin', 'ops.example/audit']);

@@ -63,7 +63,7 @@ export async function writeLog(
   const records = options.records ?? [...synthRecords(count, { seed: options.seed ?? 1 })];
   const batch = options.batch ?? 10;
   for (let i = 0; i < records.length; i += batch) {
-    await log.appendMany(records.slice(i, i + batch).map((r) => createHandoffEvent(r, signer)));
+    await log.appendMany(await Promise.all(records.slice(i, i + batch).map((r) => createHandoffEvent(r, signer))));
   }
   await log.close();
 }

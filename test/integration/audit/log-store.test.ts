@@ -39,7 +39,7 @@ let dir: string;
 let key: SigningKey;
 let keys: TrustedKeySet;
 const events = (n: number, seed = 1, signer: SigningKey | SigningKey[] = key) =>
-  [...synthRecords(n, { seed })].map((r) => createHandoffEvent(r, signer));
+  Promise.all([...synthRecords(n, { seed })].map((r) => createHandoffEvent(r, signer)));
 
 /** A copy of `line` at `index` whose signed statement was changed by `edit` (the signature no longer matches). */
 function forge(line: string, index: number, edit: (st: { predicate: Record<string, unknown> }) => unknown): string {
@@ -63,8 +63,8 @@ describe('AuditLog', () => {
     const path = join(dir, 'new.jsonl');
     const log = await AuditLog.open(path, { origin: ORIGIN, signer: key });
     expect((await listCheckpoints(path)).map((c) => c.size)).toEqual([0]);
-    const a = await log.appendMany(events(3));
-    const b = await log.append(events(1, 2)[0]!);
+    const a = await log.appendMany(await events(3));
+    const b = await log.append((await events(1, 2))[0]!);
     expect(a).toMatchObject({ firstIndex: 0, count: 3, treeSize: 3 });
     expect(b).toMatchObject({ firstIndex: 3, count: 1, treeSize: 4 });
     expect(b.root).toMatch(/^[0-9a-f]{64}$/);
@@ -83,7 +83,7 @@ describe('AuditLog', () => {
       return new Date(clock);
     };
     const log = await AuditLog.open(path, { origin: ORIGIN, signer: key, now: backwards });
-    const results = await Promise.all(events(12).map((e) => log.append(e)));
+    const results = await Promise.all((await events(12)).map((e) => log.append(e)));
     expect(results.map((r) => r.firstIndex).sort((x, y) => x - y)).toEqual([...Array(12).keys()]);
     await log.close();
     const times = (await readLines(path)).map((l) => Date.parse(JSON.parse(l).recordedtime));
@@ -95,11 +95,11 @@ describe('AuditLog', () => {
     const path = join(dir, 'reopen.jsonl');
     await writeLog(path, key, 30, { batch: 8 });
     const a = await AuditLog.open(path, { origin: ORIGIN, signer: key });
-    const r1 = await a.appendMany(events(2, 5));
+    const r1 = await a.appendMany(await events(2, 5));
     await a.close();
     const b = await AuditLog.open(path, { origin: ORIGIN, signer: key });
     expect(b.size).toBe(32);
-    const r2 = await b.appendMany(events(2, 6));
+    const r2 = await b.appendMany(await events(2, 6));
     await b.close();
     expect(r2.firstIndex).toBe(r1.treeSize);
     expect(await verifyLog(path, keys, { workers: 0 })).toMatchObject({ ok: true, entries: 34 });
@@ -175,7 +175,7 @@ describe('AuditLog', () => {
     const path = join(dir, 'stranger.jsonl');
     await writeLog(path, key, 3, { batch: 3 });
     const stranger = SigningKey.fromSeed('another-writer', Buffer.alloc(32, 0x5e));
-    const [event] = events(1, 9, stranger);
+    const [event] = await events(1, 9, stranger);
     const line = JSON.parse((await readLines(path))[0]!) as Record<string, unknown>;
     const entry = { ...line, ...event, batonindex: 3, recordedtime: line.recordedtime };
     await writeLines(path, [...(await readLines(path)), JSON.stringify(entry)]);
@@ -207,7 +207,7 @@ describe('AuditLog', () => {
     const attacker = SigningKey.fromSeed('attacker', Buffer.alloc(32, 0xa5));
     await writeFile(
       join(checkpointsDir(path), '00000000000000000005.checkpoint'),
-      signNote(formatCheckpoint({ origin: ORIGIN, size: 5, root: frontier.root() }), [attacker]),
+      await signNote(formatCheckpoint({ origin: ORIGIN, size: 5, root: frontier.root() }), [attacker]),
     );
     await expect(AuditLog.open(path, { origin: ORIGIN, signer: key })).rejects.toThrow(
       /checkpoint .*00000000000000000005\.checkpoint is signed only by keys that are not trusted \(attacker\+[0-9a-f]+\); .*treat the checkpoint as forged: run `baton audit verify` before appending/,
@@ -234,7 +234,7 @@ describe('AuditLog', () => {
 
   test('rejects an event that is not a handoff event, naming the field', async () => {
     const log = await AuditLog.open(join(dir, 'bad-event.jsonl'), { origin: ORIGIN, signer: key });
-    const [event] = events(1);
+    const [event] = await events(1);
     await expect(log.append({ ...event!, type: 'other' as 'dev.baton.handoff.v1' })).rejects.toThrow(
       /^event\[0\]\.type: /,
     );
@@ -267,13 +267,15 @@ describe('key rotation', () => {
     };
     // Before the cut: old key. Overlap (entries 10-12): both sign. After: new key only.
     const log = await AuditLog.open(path, { origin: ORIGIN, signer: oldKey, now });
-    await log.appendMany(records.slice(0, 10).map((r) => createHandoffEvent(r, oldKey)));
+    await log.appendMany(await Promise.all(records.slice(0, 10).map((r) => createHandoffEvent(r, oldKey))));
     await log.close();
     const overlap = await AuditLog.open(path, { origin: ORIGIN, signer: [oldKey, newKey], now });
-    await overlap.appendMany(records.slice(10, 13).map((r) => createHandoffEvent(r, [oldKey, newKey])));
+    await overlap.appendMany(
+      await Promise.all(records.slice(10, 13).map((r) => createHandoffEvent(r, [oldKey, newKey]))),
+    );
     await overlap.close();
     const after = await AuditLog.open(path, { origin: ORIGIN, signer: newKey, now });
-    await after.appendMany(records.slice(13).map((r) => createHandoffEvent(r, newKey)));
+    await after.appendMany(await Promise.all(records.slice(13).map((r) => createHandoffEvent(r, newKey))));
     await after.close();
 
     const until = new Date(Date.parse(records[12]!.finishedAt) + 1).toISOString();

@@ -141,7 +141,7 @@ describe('tampering is detected, with the first failing index and its kind', () 
     const newest = join(checkpointsDir(path), `${String(COUNT).padStart(20, '0')}.checkpoint`);
     const note = parseNote(await readFile(newest));
     if (typeof note === 'string') throw new Error(note);
-    await writeFile(newest, signNote(note.text, [attacker]));
+    await writeFile(newest, await signNote(note.text, [attacker]));
     const r = await verifyLog(path, keys, { workers: 0 });
     expect(r.ok).toBe(false);
     expect(r.failures[0]).toMatchObject({ kind: 'unknown-key', checkpoint: newest });
@@ -169,7 +169,7 @@ describe('tampering is detected, with the first failing index and its kind', () 
     const lines = await readLines(path);
     const [record] = [...synthRecords(1, { seed: 99 })];
     const forged = JSON.parse(lines[0]!.replace('"batonindex":0', `"batonindex":${COUNT}`));
-    const signed = createHandoffEvent(record!, attacker);
+    const signed = await createHandoffEvent(record!, attacker);
     forged.data = {
       ...signed.data,
       signatures: [{ keyid: `baton-test-2026+${key.keyId.toString('hex')}`, sig: signed.data.signatures[0]!.sig }],
@@ -185,7 +185,7 @@ describe('tampering is detected, with the first failing index and its kind', () 
     const lines = await readLines(path);
     const entry = JSON.parse(lines[12]!);
     const [record] = [...synthRecords(1, { seed: 5 })];
-    const signed = createHandoffEvent(record!, attacker);
+    const signed = await createHandoffEvent(record!, attacker);
     Object.assign(entry, {
       id: signed.id,
       subject: signed.subject,
@@ -210,7 +210,10 @@ describe('tampering is detected, with the first failing index and its kind', () 
   test('an older checkpoint that contradicts the newest (a fork, signed by the trusted key): inconsistent', async () => {
     const path = await copyOfLog('fork');
     const file = join(checkpointsDir(path), `${String(14).padStart(20, '0')}.checkpoint`);
-    await writeFile(file, signNote(formatCheckpoint({ origin: ORIGIN, size: 14, root: Buffer.alloc(32, 1) }), [key]));
+    await writeFile(
+      file,
+      await signNote(formatCheckpoint({ origin: ORIGIN, size: 14, root: Buffer.alloc(32, 1) }), [key]),
+    );
     const r = await verifyLog(path, keys, { workers: 0 });
     expect(r.failures[0]).toMatchObject({ kind: 'inconsistent', checkpoint: file });
   });

@@ -131,6 +131,6 @@ describe('a writer killed in the middle of an append', () => {
 async function readLinesAfter(log: AuditLog, n: number): Promise<string[]> {
   const { synthRecords, createHandoffEvent } = await import('@baton/audit');
   const key = await fixtureKey(dir);
-  await log.appendMany([...synthRecords(n, { seed: 3 })].map((r) => createHandoffEvent(r, key)));
+  await log.appendMany(await Promise.all([...synthRecords(n, { seed: 3 })].map((r) => createHandoffEvent(r, key))));
   return readLines(log.path);
 }

@@ -31,7 +31,7 @@ export function synthCommand() {
         const first = log.size;
         let batch = [];
         for (const record of synthRecords(o.count, { seed: o.seed, clusters: o.clusters })) {
-          batch.push(createHandoffEvent(record, key));
+          batch.push(await createHandoffEvent(record, key));
           if (batch.length === o.batch) {
             await log.appendMany(batch);
             batch = [];

@@ -64,7 +64,8 @@ describe('baton init', () => {
     const preview = previewHandoff(loaded);
     expect(preview.objects).toContain('Deployment/baton-system/baton-controller');
     expect(preview.objects).toContain('Secret/baton-system/baton-pull-credential');
-    expect(readFileSync(plan.audit.signingKeyPath, 'utf8').length).toBeGreaterThan(0);
+    expect(plan.audit.signer.kind).toBe('key-file');
+    expect(readFileSync((plan.audit.signer as { path: string }).path, 'utf8').length).toBeGreaterThan(0);
     // The trusted-keys file vouches for the log this plan writes (a README run found keygen's default origin there,
     // and `baton audit verify` refused the log with origin-mismatch).
     const keys = parse(readFileSync(join(dir, 'audit', 'trusted-keys.yaml'), 'utf8')) as { origin: string };

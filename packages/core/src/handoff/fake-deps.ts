@@ -17,7 +17,7 @@ export function fakeHandoffDeps(
     operator: { server: 'https://127.0.0.1:1', ...operator } as KubeClients,
     clock,
     log: silentLogger(),
-    audit: { append: async () => Promise.reject(new Error('not used')) },
+    audit: { check: async () => undefined, append: async () => Promise.reject(new Error('not used')) },
     actor: { user: 't', host: 'h', pid: 1, via: 'cli' },
     newRunId: () => 'r1',
     isPidAlive: () => true,

@@ -1,5 +1,5 @@
 import type { HandoffRecord } from '@baton/audit';
-import type { AuditSink, Clock, HandoffSummary, Logger } from '@baton/core';
+import { type AuditSink, type Clock, type HandoffSummary, type Logger, planAsInput } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { type KubeClients, kubeCall } from '@baton/kube';
 import { BatchV1Api, type V1Job, type V1Pod } from '@kubernetes/client-node';
@@ -113,7 +113,7 @@ function shardTargets(wave: Wave<FleetTarget>): ShardTarget[] {
     return {
       cluster: t.name,
       file: t.loaded.file,
-      plan: t.loaded.plan,
+      plan: planAsInput(t.loaded.plan),
       secretRef: { namespace: k.namespace, name: k.name, key: k.key, ...(k.context ? { context: k.context } : {}) },
     };
   });
