@@ -1,8 +1,9 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeSigningKeyPair } from '@baton/audit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBaton } from '../../support/handoff-run.js';
 
@@ -12,12 +13,21 @@ const FIXTURES = fileURLToPath(new URL('../../fixtures/handoff/', import.meta.ur
 let dir: string;
 let server: Server;
 let port = 0;
+let connections = 0;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'baton-up-refusal-'));
   cpSync(FIXTURES, dir, { recursive: true });
+  mkdirSync(join(dir, 'audit'));
+  await writeSigningKeyPair({
+    signingKeyPath: join(dir, 'audit', 'signing.key'),
+    keysPath: join(dir, 'audit', 'keys.yaml'),
+  });
   // An API server address that accepts a connection and closes it at once: the preflight cannot read /version.
-  server = createServer((s) => s.destroy());
+  server = createServer((s) => {
+    connections++;
+    s.destroy();
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as { port: number }).port;
   writeFileSync(
@@ -48,6 +58,30 @@ describe('baton up -o json when the run is refused', () => {
     expect(o.errorCode).toBe('config');
     expect(o.error).toContain('nope.yaml');
     expect(e.stderr).toContain('nope.yaml');
+  });
+
+  it('a signing key that is not there: refused before the cluster is contacted, naming the file and the fix, exit 2', async () => {
+    writeFileSync(
+      join(dir, 'no-key.yaml'),
+      readFileSync(join(dir, 'plan.yaml'), 'utf8').replace('./audit/signing.key', './audit/missing.key'),
+    );
+    const before = connections;
+    const e = await fail([
+      'up',
+      '--plan',
+      join(dir, 'no-key.yaml'),
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '-o',
+      'json',
+    ]);
+    expect(e.code).toBe(2);
+    const o = JSON.parse(e.stdout) as { outcome: string; errorCode: string; error: string };
+    expect(o).toMatchObject({ outcome: 'refused', errorCode: 'config' });
+    expect(o.error).toMatch(
+      /cannot read signing key .*missing\.key: no such file; create one with `baton audit keygen --out <dir>`/,
+    );
+    expect(connections).toBe(before);
   });
 
   it('a cluster the preflight cannot reach: one JSON object naming it, exit 1, and no credential in it', async () => {
