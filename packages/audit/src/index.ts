@@ -66,6 +66,15 @@ export {
   parseVerifierKey,
   SigningKey,
 } from './signing-key.js';
+export type { SigstoreBundle, VerifiedBundle } from './sigstore-bundle.js';
+export {
+  bundlePath,
+  SIGSTORE_BUNDLE_MEDIA_TYPE,
+  SigstoreBundleSchema,
+  toSigstoreBundle,
+  verifySigstoreBundle,
+  writeSigstoreBundle,
+} from './sigstore-bundle.js';
 export type { HandoffStatement } from './statement.js';
 export { HANDOFF_PREDICATE_TYPE, HandoffStatementSchema, IN_TOTO_STATEMENT_TYPE } from './statement.js';
 export type { SynthOptions } from './synth.js';

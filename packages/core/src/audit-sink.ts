@@ -10,6 +10,7 @@ import {
   openSigner,
   type SignerIdentity,
   type SignerSpec,
+  writeSigstoreBundle,
 } from '@baton/audit';
 
 /** Where a handoff record landed. */
@@ -25,6 +26,11 @@ export interface AuditAppendResult {
   /** The file holding that checkpoint. */
   readonly checkpointPath: string;
   readonly logPath: string;
+  /**
+   * The same signed statement as a Sigstore bundle v0.3 (`baton audit verify` and sigstore-js read it). Absent from
+   * a result a run journaled before bundles were written.
+   */
+  readonly bundlePath?: string;
 }
 
 /** Where the engine records handoffs. The real one is {@link openAuditSink}; tests may pass another. */
@@ -78,10 +84,14 @@ export function openAuditSink(options: OpenAuditSinkOptions): AuditSink {
   };
 }
 
-/** Appends one signed event to an open log and says where it landed (the fleet's writer uses it too). */
+/**
+ * Appends one signed event to an open log, writes its Sigstore bundle beside it, and says where both landed (the
+ * fleet's writer uses it too).
+ */
 export async function appendEvent(log: AuditLog, event: HandoffEvent, logPath: string): Promise<AuditAppendResult> {
   const r = await log.append(event);
   return {
+    bundlePath: await writeSigstoreBundle(logPath, event.id, event.data),
     index: r.firstIndex,
     eventId: event.id,
     eventDigest: `sha256:${createHash('sha256').update(JSON.stringify(event)).digest('hex')}`,

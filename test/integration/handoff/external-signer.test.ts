@@ -101,6 +101,26 @@ describe('an audit key behind a signer command (a KMS or HSM)', () => {
     writeFileSync(keys, formatTrustedKeys({ origin: 'baton.dev/handoff', keys: [{ key: kms.verifierKey }] }));
     const verified = await runBaton(['audit', 'verify', h.env.auditLogPath, '--keys', keys]);
     expect(verified.stdout).toMatch(/verified/);
+    // The same signature as a Sigstore bundle v0.3 beside the log; baton audit verify takes it too, and refuses it
+    // once its statement is changed.
+    const bundle = s.audit!.bundlePath!;
+    expect(bundle).toBe(`${h.env.auditLogPath}.bundles/${s.runId}.sigstore.json`);
+    const b = JSON.parse(readFileSync(bundle, 'utf8'));
+    expect(b.mediaType).toBe('application/vnd.dev.sigstore.bundle.v0.3+json');
+    expect((await runBaton(['audit', 'verify', bundle, '--keys', keys])).stdout).toMatch(
+      /verified .*: a https:\/\/baton\.dev\/handoff\/v1 statement about 3 subjects, signed by baton\.dev\/handoff\+/,
+    );
+    const statement = JSON.parse(Buffer.from(b.dsseEnvelope.payload, 'base64').toString());
+    statement.predicate.cluster.name = 'another-cluster';
+    b.dsseEnvelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
+    const tampered = join(h.env.dir, 'tampered.sigstore.json');
+    writeFileSync(tampered, JSON.stringify(b));
+    await expect(runBaton(['audit', 'verify', tampered, '--keys', keys])).rejects.toMatchObject({
+      code: 1,
+      stdout: expect.stringMatching(
+        /verification FAILED for .*tampered\.sigstore\.json: the signature does not verify/,
+      ),
+    });
     // The bed's own key file did not sign it: verifying with it fails.
     await expect(runBaton(['audit', 'verify', h.env.auditLogPath, '--keys', h.env.keysPath])).rejects.toMatchObject({
       code: 1,
