@@ -24,7 +24,7 @@ import {
 import { createFleetView } from '@baton/fleet/progress';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import {
-  resetCluster,
+  deleteNamespacesAndWait,
   startRealFleetTargets,
   stopRealFleetTargets,
   targetOverrides,
@@ -162,7 +162,7 @@ async function real() {
     let orchestratorPeakMB = 0;
     for (let i = 0; i < runs; i++) {
       for (const concurrency of [1, 4]) {
-        if (!first) for (const c of clusters) await resetCluster(c.kubeconfigPath, ['baton-system']);
+        if (!first) for (const c of clusters) await deleteNamespacesAndWait(c.kubeconfigPath, ['baton-system']);
         first = false;
         const audit = await openFleetAudit({
           ...targets[0]!.loaded.plan.audit,

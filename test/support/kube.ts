@@ -83,12 +83,3 @@ export async function confinementsLeft(c: { objects: k8s.KubernetesObjectApi }):
  * Deletes a namespace and waits until it is gone (the controller-manager finalizes it): a later handoff on the same
  * cluster then pushes into a clean namespace, not over an earlier controller's objects.
  */
-export async function deleteNamespaceAndWait(kubeconfigPath: string, name: string, timeoutMs = 60_000): Promise<void> {
-  const admin = adminClients(kubeconfigPath);
-  await admin.core.deleteNamespace({ name }).catch(() => {});
-  await eventually(
-    async () => (await statusOfCall(() => admin.core.readNamespace({ name }))) === 404,
-    timeoutMs,
-    `namespace ${name} deleted`,
-  );
-}

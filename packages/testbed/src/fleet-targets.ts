@@ -144,15 +144,21 @@ export function writeFleetFile(path: string, o: FleetFileOptions): string {
 }
 
 /**
- * Makes a handed-off (or half handed-off) test cluster new again: deletes the controller's and baton's namespaces
- * and waits until they are gone. Cluster-wide objects stay: the next push applies them again.
+ * Deletes namespaces and waits until they are gone (404): how a handed-off (or half handed-off) test cluster is made
+ * new again between cases, its controller's and baton's namespaces removed. Cluster-wide objects stay: the next push
+ * applies them again.
  */
-export async function resetCluster(kubeconfigPath: string, namespaces: readonly string[]): Promise<void> {
+export async function deleteNamespacesAndWait(
+  kubeconfigPath: string,
+  namespaces: readonly string[],
+  timeoutMs = 120_000,
+): Promise<void> {
   const k = clientsFromKubeconfigFile(kubeconfigPath);
-  const ignore404 = (err: unknown) => {
-    if (statusOf(err) !== 404) throw err;
+  // Gone already (404), or already being deleted (409 while it terminates): either way, wait for it below.
+  const ignoreGone = (err: unknown) => {
+    if (statusOf(err) !== 404 && statusOf(err) !== 409) throw err;
   };
-  for (const name of namespaces) await k.core.deleteNamespace({ name }).catch(ignore404);
+  for (const name of namespaces) await k.core.deleteNamespace({ name }).catch(ignoreGone);
   await pollUntil(
     async () => {
       for (const name of namespaces) {
@@ -164,6 +170,6 @@ export async function resetCluster(kubeconfigPath: string, namespaces: readonly 
       }
       return true;
     },
-    { timeoutMs: 120_000, intervalMs: 500, what: `namespaces ${namespaces.join(', ')} to be deleted` },
+    { timeoutMs, intervalMs: 500, what: `namespaces ${namespaces.join(', ')} to be deleted` },
   );
 }

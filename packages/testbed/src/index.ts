@@ -20,9 +20,9 @@ export {
   writeTokenKubeconfig,
 } from './controller-env.js';
 export {
+  deleteNamespacesAndWait,
   type FleetFileOptions,
   type RealFleetTarget,
-  resetCluster,
   setSchedulable,
   startRealFleetTargets,
   stopRealFleetTargets,

@@ -6,8 +6,8 @@ import { buildWaveJob, defaultShardImage, journalName, parseIndexes } from '@bat
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
 import {
   type BatonControllerEnv,
+  deleteNamespacesAndWait,
   type RealFleetTarget,
-  resetCluster,
   setSchedulable,
   startRealFleetTargets,
   stopRealFleetTargets,
@@ -256,7 +256,7 @@ describe('baton fleet up --engine job', () => {
     'a failing canary with a budget of 0 fails its Job, and the next wave’s Job is never created (exit 1)',
     async () => {
       const [canary, next] = [targets[0]!, targets[1]!];
-      await resetCluster(canary.kubeconfigPath, ['baton-system']);
+      await deleteNamespacesAndWait(canary.kubeconfigPath, ['baton-system']);
       await setSchedulable(canary, false);
       const r = await fleetUp([
         '-f',

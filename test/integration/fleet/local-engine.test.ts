@@ -6,8 +6,8 @@ import type { ClusterResult } from '@baton/fleet';
 import { clientsFromKubeconfigFile } from '@baton/kube';
 import {
   type BatonControllerEnv,
+  deleteNamespacesAndWait,
   type RealFleetTarget,
-  resetCluster,
   setSchedulable,
   startRealFleetTargets,
   stopRealFleetTargets,
@@ -169,7 +169,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     'a cluster whose controller never takes over: budget 0 in the canary halts (exit 1); budget 1 finishes (exit 3)',
     async () => {
       const four = clusters.slice(0, 4);
-      for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
+      for (const c of four) await deleteNamespacesAndWait(c.kubeconfigPath, NAMESPACES);
       // Its controller's Pod never starts.
       await setSchedulable(four[0]!, false);
       const since = Date.now();
@@ -229,7 +229,7 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
     'kill -9 of the orchestrator mid-wave, then the same command: all handed off, one credential per cluster',
     async () => {
       const four = clusters.slice(4);
-      for (const c of four) await resetCluster(c.kubeconfigPath, NAMESPACES);
+      for (const c of four) await deleteNamespacesAndWait(c.kubeconfigPath, NAMESPACES);
       const since = Date.now();
       // Wave 2's controllers are held back, so its handoffs are caught waiting in the takeover when the kill comes.
       for (const c of four.slice(1)) await setSchedulable(c, false);

@@ -6,11 +6,11 @@ import { promisify } from 'node:util';
 import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
-import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
+import { type BatonControllerEnv, createBatonControllerEnv, deleteNamespacesAndWait } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, deleteNamespaceAndWait, statusOfCall } from '../../support/kube.js';
+import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 import { useTempDirs } from '../../support/temp-dirs.js';
 
 const tempDir = useTempDirs();
@@ -40,7 +40,7 @@ afterAll(async () => {
  * go with baton-system (its pull credential holds the earlier Git password).
  */
 async function freshRun(o: { kubeconfigPath?: string } = {}) {
-  await deleteNamespaceAndWait(cluster.kubeconfigPath, 'baton-system', 120_000);
+  await deleteNamespacesAndWait(cluster.kubeconfigPath, ['baton-system']);
   const e = await createBatonControllerEnv({
     kubeconfigPath: o.kubeconfigPath ?? cluster.kubeconfigPath,
     clusterName: cluster.name,

@@ -11,10 +11,11 @@ import {
   mintBootstrapIdentity,
   probeToken,
 } from '@baton/kube';
+import { deleteNamespacesAndWait } from '@baton/testbed';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
 import { CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, deleteNamespaceAndWait, eventually } from '../../support/kube.js';
+import { adminClients, confinementsLeft, eventually } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
 const baton = (args: string[]) =>
@@ -89,7 +90,7 @@ describe('a run killed with kill -9', () => {
   it('baton revoke also removes the confinement of a run killed mid-push', async () => {
     const { cluster, env } = bed;
     // The controller, its objects and the receipt go with baton-system, so the next run mints and pushes again.
-    await deleteNamespaceAndWait(cluster.kubeconfigPath, 'baton-system', 120_000);
+    await deleteNamespacesAndWait(cluster.kubeconfigPath, ['baton-system']);
     const admin = adminClients(cluster.kubeconfigPath);
     await killDuringPush(env.planPath);
     expect(await confinementsLeft(admin)).toHaveLength(2);
