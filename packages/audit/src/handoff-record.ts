@@ -256,6 +256,13 @@ export const HandoffRecordSchema = z
     stepDurationsMs: z
       .record(StepNameSchema, z.number().int().nonnegative())
       .describe('milliseconds each step took, in the order they ran'),
+    signer: z
+      .strictObject({
+        kind: z.enum(['key-file', 'command', 'pkcs11']).describe('where the private key lives'),
+        verifierKey: z.string().max(512).describe('the public verifier key (name+hash+base64) that signs this event'),
+      })
+      .optional()
+      .describe('what signs this event, set by the audit writer: the kind of key and its public half, never the key'),
   })
   .superRefine((r, ctx) => {
     const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path, message });

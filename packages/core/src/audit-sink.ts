@@ -8,6 +8,7 @@ import {
   type HandoffEvent,
   type HandoffRecord,
   openSigner,
+  type Signer,
   type SignerIdentity,
   type SignerSpec,
   writeSigstoreBundle,
@@ -69,7 +70,7 @@ export function openAuditSink(options: OpenAuditSinkOptions): AuditSink {
     async append(record) {
       const signer = await openSigner(options.signer, 'audit.signer');
       try {
-        const event = await createHandoffEvent(record, signer);
+        const event = await createHandoffEvent(withSigner(record, signer), signer);
         await mkdir(dirname(options.logPath), { recursive: true });
         const log = await AuditLog.open(options.logPath, { origin: options.origin, signer });
         try {
@@ -82,6 +83,11 @@ export function openAuditSink(options: OpenAuditSinkOptions): AuditSink {
       }
     },
   };
+}
+
+/** The record with what signs it (the kind of key and its public half), as the audit event states it. */
+export function withSigner(record: HandoffRecord, signer: Signer): HandoffRecord {
+  return { ...record, signer: { kind: signer.kind, verifierKey: signer.verifierKey } };
 }
 
 /**

@@ -1,6 +1,6 @@
 // The public API of @baton/core. Everything else is internal.
 export type { AuditAppendResult, AuditSink, OpenAuditSinkOptions } from './audit-sink.js';
-export { appendEvent, openAuditSink } from './audit-sink.js';
+export { appendEvent, openAuditSink, withSigner } from './audit-sink.js';
 export type { ClusterPlanCheck, DryRunResult } from './check-plan.js';
 export { checkPlanOnCluster } from './check-plan.js';
 export type { Clock, PollOptions } from './clock.js';

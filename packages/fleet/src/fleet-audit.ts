@@ -11,7 +11,7 @@ import {
   openSigner,
   type SignerSpec,
 } from '@baton/audit';
-import { type AuditAppendResult, type AuditSink, appendEvent } from '@baton/core';
+import { type AuditAppendResult, type AuditSink, appendEvent, withSigner } from '@baton/core';
 
 /** Options of {@link openFleetAudit}. */
 export interface FleetAuditOptions {
@@ -59,7 +59,7 @@ export async function openFleetAudit(o: FleetAuditOptions): Promise<FleetAudit> 
         const seen = byRunId.get(record.runId);
         if (seen) return seen;
         const stamped: HandoffRecord = { ...record, actor: { ...record.actor, fleetRunId: o.fleetRunId } };
-        const p = Promise.resolve().then(() => append(createHandoffEvent(stamped, key)));
+        const p = Promise.resolve().then(() => append(createHandoffEvent(withSigner(stamped, key), key)));
         byRunId.set(record.runId, p);
         p.catch(() => byRunId.delete(record.runId));
         return p;

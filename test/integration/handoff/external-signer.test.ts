@@ -111,6 +111,8 @@ describe('an audit key behind a signer command (a KMS or HSM)', () => {
       /verified .*: a https:\/\/baton\.dev\/handoff\/v1 statement about 3 subjects, signed by baton\.dev\/handoff\+/,
     );
     const statement = JSON.parse(Buffer.from(b.dsseEnvelope.payload, 'base64').toString());
+    // The signed record says what signed it: the kind of key and its public half.
+    expect(statement.predicate.signer).toEqual({ kind: 'command', verifierKey: kms.verifierKey });
     statement.predicate.cluster.name = 'another-cluster';
     b.dsseEnvelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
     const tampered = join(h.env.dir, 'tampered.sigstore.json');
