@@ -39,7 +39,7 @@ export {
 } from './merkle-proof.js';
 export { EMPTY_ROOT, hashChildren, hashLeaf, MerkleFrontier, subtreeRoot } from './merkle-tree.js';
 export type { SignerIdentity, SignerSpec } from './open-signer.js';
-export { checkSigner, openSigner } from './open-signer.js';
+export { checkSigner, openSigner, probeSigner } from './open-signer.js';
 export type { Pkcs11SignerOptions } from './pkcs11-signer.js';
 export { generatePkcs11Key, openPkcs11Signer } from './pkcs11-signer.js';
 export type { Pkcs11Uri } from './pkcs11-uri.js';

@@ -68,9 +68,14 @@ const PROBE_TYPE = 'application/vnd.baton.signer-probe+json';
 export async function checkSigner(spec: SignerSpec, source?: string): Promise<SignerIdentity> {
   const signer = await openSigner(spec, source);
   try {
-    await signer.sign(preAuthEncoding(PROBE_TYPE, Buffer.from(JSON.stringify({ probe: new Date().toISOString() }))));
-    return { kind: signer.kind, verifierKey: signer.verifierKey };
+    return await probeSigner(signer);
   } finally {
     await signer.close?.();
   }
+}
+
+/** Has an open signer sign the probe (see {@link checkSigner}) and says what it is. */
+export async function probeSigner(signer: Signer): Promise<SignerIdentity> {
+  await signer.sign(preAuthEncoding(PROBE_TYPE, Buffer.from(JSON.stringify({ probe: new Date().toISOString() }))));
+  return { kind: signer.kind, verifierKey: signer.verifierKey };
 }

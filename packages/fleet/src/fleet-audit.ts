@@ -2,13 +2,14 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   AuditLog,
-  checkSigner,
   createFleetEvent,
   createHandoffEvent,
   type FleetRecord,
   type HandoffEvent,
   type HandoffRecord,
   openSigner,
+  probeSigner,
+  type SignerIdentity,
   type SignerSpec,
 } from '@baton/audit';
 import { type AuditAppendResult, type AuditSink, appendEvent, withSigner } from '@baton/core';
@@ -38,11 +39,12 @@ export interface FleetAudit {
  * @throws {ConfigError} or {ProcessError} when the signer or the log cannot be opened.
  */
 export async function openFleetAudit(o: FleetAuditOptions): Promise<FleetAudit> {
-  // The signer signs a probe before any cluster is touched: each handoff's own check then has nothing left to ask.
-  const identity = await checkSigner(o.signer, 'audit.signer');
   const key = await openSigner(o.signer, 'audit.signer');
   let log: AuditLog;
+  let identity: SignerIdentity;
   try {
+    // The signer signs a probe before any cluster is touched: each handoff's own check then has nothing left to ask.
+    identity = await probeSigner(key);
     await mkdir(dirname(o.logPath), { recursive: true });
     log = await AuditLog.open(o.logPath, { origin: o.origin, signer: key });
   } catch (err) {

@@ -49,6 +49,10 @@ const fail = (args: string[]) =>
     (e: { code: number; stdout: string; stderr: string }) => e,
   );
 
+/** `baton up -o json` of a plan in the fixture copy, against the API server address that closes every connection. */
+const upOnUnreachableCluster = (plan: string) =>
+  fail(['up', '--plan', join(dir, plan), '--kubeconfig', join(dir, 'kubeconfig'), '-o', 'json']);
+
 describe('baton up -o json when the run is refused', () => {
   it('a plan that does not exist: one JSON object, outcome refused, errorCode config, exit 2', async () => {
     const e = await fail(['up', '--plan', join(dir, 'nope.yaml'), '-o', 'json']);
@@ -66,15 +70,7 @@ describe('baton up -o json when the run is refused', () => {
       readFileSync(join(dir, 'plan.yaml'), 'utf8').replace('./audit/signing.key', './audit/missing.key'),
     );
     const before = connections;
-    const e = await fail([
-      'up',
-      '--plan',
-      join(dir, 'no-key.yaml'),
-      '--kubeconfig',
-      join(dir, 'kubeconfig'),
-      '-o',
-      'json',
-    ]);
+    const e = await upOnUnreachableCluster('no-key.yaml');
     expect(e.code).toBe(2);
     const o = JSON.parse(e.stdout) as { outcome: string; errorCode: string; error: string };
     expect(o).toMatchObject({ outcome: 'refused', errorCode: 'config' });
@@ -85,15 +81,7 @@ describe('baton up -o json when the run is refused', () => {
   });
 
   it('a cluster the preflight cannot reach: one JSON object naming it, exit 1, and no credential in it', async () => {
-    const e = await fail([
-      'up',
-      '--plan',
-      join(dir, 'plan.yaml'),
-      '--kubeconfig',
-      join(dir, 'kubeconfig'),
-      '-o',
-      'json',
-    ]);
+    const e = await upOnUnreachableCluster('plan.yaml');
     expect(e.code).toBe(1);
     const o = JSON.parse(e.stdout) as { outcome: string; errorCode: string; error: string };
     expect(o.outcome).toBe('refused');
