@@ -116,6 +116,11 @@ export interface SideRow<S extends ControllerSide> {
   readonly confinement?: { readonly title: string; readonly expect: (s: HandoffSummary) => void };
   /** What a `pulumi up` of this side checks beyond the common receipt (e.g. the stack's Secrets reached the cluster). */
   readonly afterPulumiUp?: (bed: HandoffBed<S>) => Promise<void>;
+  /**
+   * Cases a file of their own already proves for this side on a bed of its own, with that file: the row does not start
+   * a bed to run them twice (each is a whole handoff on a real node).
+   */
+  readonly provenElsewhere?: { readonly killRerun?: string; readonly pulumiUp?: string };
 }
 
 /** A fresh bed for the enclosing describe: started before its tests, stopped after them. */
@@ -442,14 +447,15 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
     }, 300_000);
   });
 
-  describe(`kill -9 mid-push to ${row.controller}`, () => {
-    const bedOf = useBed(row);
-    const started = Date.now();
+  if (!row.provenElsewhere?.killRerun)
+    describe(`kill -9 mid-push to ${row.controller}`, () => {
+      const bedOf = useBed(row);
+      const started = Date.now();
 
-    it(`kill -9 of baton up mid-push, then again: handed off to ${row.controller}, each run’s credential revoked`, async () => {
-      await expectKillMidPushThenHandOff(bedOf(), started);
-    }, 480_000);
-  });
+      it(`kill -9 of baton up mid-push, then again: handed off to ${row.controller}, each run’s credential revoked`, async () => {
+        await expectKillMidPushThenHandOff(bedOf(), started);
+      }, 480_000);
+    });
 
   describe(`${row.controller}’s Secrets rewritten during the push window (issue 29)`, () => {
     const bedOf = useBed(row);
@@ -459,15 +465,16 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
     }, 600_000);
   });
 
-  describe(`through \`pulumi up\` (stacks/local with profile ${row.profile}: controllers.of('${row.profile}'))`, () => {
-    const bedOf = useBed(row);
+  if (!row.provenElsewhere?.pulumiUp)
+    describe(`through \`pulumi up\` (stacks/local with profile ${row.profile}: controllers.of('${row.profile}'))`, () => {
+      const bedOf = useBed(row);
 
-    it(`hands off to ${row.controller} with the real engine: receipt in the stack, revoked and proven, nothing secret printed`, async () => {
-      const bed = bedOf();
-      await expectPulumiHandoff(bed, row.profile);
-      await row.afterPulumiUp?.(bed);
-    }, 420_000);
-  });
+      it(`hands off to ${row.controller} with the real engine: receipt in the stack, revoked and proven, nothing secret printed`, async () => {
+        const bed = bedOf();
+        await expectPulumiHandoff(bed, row.profile);
+        await row.afterPulumiUp?.(bed);
+      }, 420_000);
+    });
 }
 
 /** The pushed object with this kind and name, as the side's rendered push set declares it (any of its files). */

@@ -124,6 +124,12 @@ const BATON_CONTROLLER_ROW: SideRow<BatonControllerSide> = {
       expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'baton-thief-binding' }))).toBe(404);
     },
   },
+  // Each on a bed of its own, with the row's assertions and more (the stale lock, the confinement left by the killed
+  // run; preview, refresh, replace and destroy around the `pulumi up`).
+  provenElsewhere: {
+    killRerun: 'test/integration/handoff/resume.test.ts',
+    pulumiUp: 'test/integration/pulumi/handoff.test.ts',
+  },
 };
 
 gitopsHandoffSuite(BATON_CONTROLLER_ROW);

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet } from '@baton/core';
@@ -14,7 +15,7 @@ import {
 import { deleteNamespacesAndWait } from '@baton/testbed';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import { CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } from '../../support/handoff-run.js';
+import { bootstrapMints, CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
@@ -26,6 +27,7 @@ const bed = useHandoffCluster();
 
 describe('a run killed with kill -9', () => {
   let killedRunId = '';
+  const started = Date.now();
 
   it('leaves a live bootstrap credential and the lock behind', async () => {
     const { cluster, env } = bed;
@@ -68,6 +70,11 @@ describe('a run killed with kill -9', () => {
     expect(completed[0]!.credential?.fingerprint).toBe(s.credential?.fingerprint);
     expect(entries[0]!.credential?.fingerprint).not.toBe(s.credential?.fingerprint);
     expect(entries[0]!.credential?.revokedAt).toBeTruthy();
+    // What the gitops rows check of a kill and rerun (this file is the baton-controller row's): two runs, two mints,
+    // and no secret of the plan in the audit log.
+    expect(bootstrapMints(cluster.auditLogPath!, started)).toHaveLength(2);
+    const auditText = readFileSync(env.auditLogPath, 'utf8');
+    for (const secret of env.secretValues) expect(auditText).not.toContain(secret);
   });
 
   it('baton revoke finds a leftover credential by label and kills it', async () => {

@@ -1,12 +1,14 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadTrustedKeys, verifyLog } from '@baton/audit';
+import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
+import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
 import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, type PulumiEnv, type PulumiRunResult, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
+import { adminClients, confinementsLeft } from '../../support/kube.js';
 import {
   isGone,
   kubeClients,
@@ -227,6 +229,18 @@ describe('pulumi CLI of stacks/local: the Handoff component', () => {
     expect(await resourceTypes()).toContain(RUN_TYPE);
     const verdict = await verifyLog(side.auditLogPath, await loadTrustedKeys(side.keysPath));
     expect(verdict).toMatchObject({ ok: true, entries: 2 });
+    // What the gitops rows check of a `pulumi up` handoff (this file is the baton-controller row's): nothing of the
+    // credential or its confinement left, and the event says it came through Pulumi with this profile.
+    expect(await findBootstrapLeftovers(clientsFromKubeconfigFile(cluster.kubeconfigPath), 'baton-system')).toEqual([]);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
+    const events = [];
+    for await (const e of readEntries(side.auditLogPath)) events.push(e.statement.predicate);
+    expect(events.map((e) => [e.runId, e.outcome, e.actor.via, e.plan.push.profile]).at(-1)).toEqual([
+      receipt.runId,
+      'handed-off',
+      'pulumi',
+      'baton-controller',
+    ]);
   });
 
   it('changes nothing on a second `pulumi up`, and touches no controller-owned object', async () => {
