@@ -18,6 +18,8 @@ const areas = readdirSync(new URL('./test/integration', import.meta.url), { with
 export default defineConfig({
   test: {
     reporters: ['default'],
+    // The tests run `baton` as npm installs it, on the compiled dist: build it first (see the file).
+    globalSetup: ['test/setup/build.ts'],
     projects: [
       {
         resolve,

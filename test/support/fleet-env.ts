@@ -1,12 +1,10 @@
-// `baton fleet up` run as a user runs it, from the sources. The fleet's targets are @baton/testbed's.
+// `baton fleet up` run as a user runs it (the installed bin). The fleet's targets are @baton/testbed's.
 import { execFile, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FleetResult } from '@baton/fleet';
+import { CLI } from './handoff-run.js';
 
 const execFileAsync = promisify(execFile);
-const TSX = ['--conditions=@baton/source', '--import', 'tsx'];
-const CLI = fileURLToPath(new URL('../../packages/cli/src/main.ts', import.meta.url));
 
 /** `baton fleet up` as a user runs it: exit code, stdout (JSON with -o json), stderr. */
 export async function fleetUp(args: readonly string[]): Promise<{
@@ -15,7 +13,7 @@ export async function fleetUp(args: readonly string[]): Promise<{
   stderr: string;
   result: FleetResult & { fleetRunId: string };
 }> {
-  const r = await execFileAsync(process.execPath, [...TSX, CLI, 'fleet', 'up', ...args, '-o', 'json'], {
+  const r = await execFileAsync(process.execPath, [CLI, 'fleet', 'up', ...args, '-o', 'json'], {
     maxBuffer: 64 * 1024 * 1024,
   }).then(
     (x) => ({ code: 0, stdout: x.stdout, stderr: x.stderr }),
@@ -32,7 +30,7 @@ export async function fleetUp(args: readonly string[]): Promise<{
 
 /** Spawns `baton fleet up` in its own process (to kill it with SIGKILL). */
 export function spawnFleetUp(args: readonly string[]) {
-  return spawn(process.execPath, [...TSX, CLI, 'fleet', 'up', ...args, '-o', 'json'], {
+  return spawn(process.execPath, [CLI, 'fleet', 'up', ...args, '-o', 'json'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

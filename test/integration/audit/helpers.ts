@@ -15,6 +15,7 @@ import {
   synthRecords,
   type TrustedKeySet,
 } from '@baton/audit';
+import { CLI } from '../../support/handoff-run.js';
 
 /** Repository root. */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -92,14 +93,14 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-/** Runs `baton <args>` from source as a user would (`node --conditions=@baton/source --import tsx …main.ts`). */
+/** Runs `baton <args>` as npm installs it (the package's bin, on the compiled dist). */
 export function runCli(args: readonly string[], options: { timeoutMs?: number } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', join(ROOT, 'packages/cli/src/main.ts'), ...args],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
-    );
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {

@@ -7,13 +7,14 @@ import type { ClusterPlanCheck } from '@baton/core';
 import { apiserverRequestsBy, type Cluster, identityActivity, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { CLI } from '../../support/handoff-run.js';
 import { adminClients } from '../../support/kube.js';
 
 // `baton init` then `baton plan` as a user runs them, against a real apiserver whose audit log must show that the
 // plan wrote nothing and minted nothing.
 const run = promisify(execFile);
 const baton = (args: string[]) =>
-  run(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', 'packages/cli/src/main.ts', ...args], {
+  run(process.execPath, [CLI, ...args], {
     timeout: 180_000,
   });
 const failing = (args: string[]) =>

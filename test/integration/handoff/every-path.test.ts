@@ -1,7 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, runHandoff } from '@baton/core';
@@ -9,7 +8,7 @@ import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
 import { type BatonControllerEnv, createBatonControllerEnv, deleteNamespacesAndWait } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
 import { useTempDirs } from '../../support/temp-dirs.js';
 
@@ -19,9 +18,7 @@ const tempDir = useTempDirs();
 // labelled decoy cannot mislead; an operator kubeconfig whose CA, certificate and key are files. Each run hands off
 // to baton-controller, run from its pinned image by the bed's real node.
 const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
-const baton = (args: string[]) =>
-  execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
+const baton = (args: string[]) => execFileAsync(process.execPath, [CLI, ...args]);
 
 let cluster: Cluster;
 const envs: BatonControllerEnv[] = [];
@@ -132,11 +129,9 @@ describe('revocation on every path', () => {
   it('a second SIGINT during the revoke does not stop baton up before the credential is revoked and proven', async () => {
     // SIGINT as the takeover starts: the controller's Pod has not even started then.
     const e = await freshRun();
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let sent = 0;

@@ -10,13 +10,12 @@ import { type Cluster, type GitServer, startCluster, startGitServer } from '@bat
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
-import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 import { useTempDirs } from '../../support/temp-dirs.js';
 
 const tempDir = useTempDirs();
 
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const REFUSED = fileURLToPath(new URL('../../fixtures/handoff/refused', import.meta.url));
 
 let cluster: Cluster;
@@ -89,11 +88,7 @@ describe('a handoff that does not complete', () => {
     expect(await statusOfCall(() => admin.core.readNamespacedPod({ namespace: 'default', name: 'sneaky' }))).toBe(404);
     expect(await statusOfCall(() => admin.rbac.readClusterRoleBinding({ name: 'ci-admin' }))).toBe(404);
     // Through the CLI it is a usage/config error: exit 2, the reason on stderr.
-    const cli = spawnSync(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath],
-      { encoding: 'utf8' },
-    );
+    const cli = spawnSync(process.execPath, [CLI, 'up', '--plan', e.planPath], { encoding: 'utf8' });
     expect(cli.status).toBe(2);
     expect(cli.stderr).toContain('ClusterRoleBinding "ci-admin" binds ClusterRole cluster-admin');
     expect(await statusOfCall(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(404);
@@ -120,13 +115,9 @@ describe('a handoff that does not complete', () => {
 
   it('SIGTERM to baton up mid-wait: revokes, proves, records an aborted event, exits 1', async () => {
     const e = await env({ takeover: { timeoutSeconds: 120 } });
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, [CLI, 'up', '--plan', e.planPath, '-o', 'json', '--verbose'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
@@ -273,11 +264,7 @@ describe('a TokenRequest whose answer was lost, then a revoke that fails', () =>
   });
 
   it('baton revoke removes the identity and the confinement, and the lost token stops authenticating', async () => {
-    const r = spawnSync(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'revoke', '--plan', e.planPath, '-o', 'json'],
-      { encoding: 'utf8' },
-    );
+    const r = spawnSync(process.execPath, [CLI, 'revoke', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     for (const t of lost) expect(r.stdout + r.stderr).not.toContain(t);
     expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);

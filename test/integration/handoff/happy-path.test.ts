@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadTrustedKeys, verifyLog } from '@baton/audit';
 import { type HandoffSummary, isOwnedBy, loadManifestSet, RECEIPT_NAME, runHandoff } from '@baton/core';
@@ -17,11 +16,10 @@ import {
 import { describe, expect, it } from 'vitest';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, statusOfCall } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 
 const h = useHandoffCluster();
 let winner: HandoffSummary;
@@ -188,7 +186,7 @@ describe('baton up on a fresh cluster', () => {
     const before = await admin.apps.readNamespacedDeployment(deployment);
     const { stdout, stderr } = await execFileAsync(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '-o', 'json', '--verbose'],
+      [CLI, 'up', '--plan', h.env.planPath, '-o', 'json', '--verbose'],
       { env: { ...process.env, NO_COLOR: '1' } },
     );
     const summary = JSON.parse(stdout) as HandoffSummary;
@@ -210,17 +208,7 @@ describe('baton up on a fresh cluster', () => {
       ),
     ).toBe(404);
     // `baton status` shows the receipt.
-    const status = await execFileAsync(process.execPath, [
-      '--conditions=@baton/source',
-      '--import',
-      'tsx',
-      CLI,
-      'status',
-      '--plan',
-      h.env.planPath,
-      '-o',
-      'json',
-    ]);
+    const status = await execFileAsync(process.execPath, [CLI, 'status', '--plan', h.env.planPath, '-o', 'json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ runId: winner.runId, outcome: 'handed-off' });
   });
 });

@@ -1,21 +1,19 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type HandoffSummary, parseHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigContent } from '@baton/kube';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A caller such as a Pulumi program holds the kubeconfig in memory: the plan carries its text, no file path.
 
 const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const baton = (args: string[]) =>
-  execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]).then(
+  execFileAsync(process.execPath, [CLI, ...args]).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
@@ -70,11 +68,9 @@ describe('a plan that carries the kubeconfig text instead of a path', () => {
     const planPath = join(env.dir, 'inline-plan.yaml');
     writeFileSync(planPath, stringify(inlinePlan(kubeconfigText), { version: '1.1' }));
     const { KUBECONFIG: _k, ...noKubeconfigEnv } = process.env;
-    const r = await execFileAsync(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'],
-      { env: { ...noKubeconfigEnv, HOME: env.dir } },
-    );
+    const r = await execFileAsync(process.execPath, [CLI, 'up', '--plan', planPath, '-o', 'json', '--verbose'], {
+      env: { ...noKubeconfigEnv, HOME: env.dir },
+    });
     const s = JSON.parse(r.stdout) as HandoffSummary;
     expect(s.outcome, s.error).toBe('already-handed-off');
     expect(s.error).toBeUndefined();

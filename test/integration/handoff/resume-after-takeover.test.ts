@@ -8,17 +8,16 @@ import { type HandoffSummary, Journal, RECEIPT_NAME } from '@baton/core';
 import { findBootstrapLeftovers } from '@baton/kube';
 import { describe, expect, it } from 'vitest';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import { bootstrapMints, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { bootstrapMints, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 
 // A run killed with kill -9 after the controller took over, but before its receipt, must not make the next
 // `baton up` mint a second credential and push again: the next run completes the killed run's record instead.
 
 const execFileAsync = promisify(execFile);
 const TSX = ['--conditions=@baton/source', '--import', 'tsx'];
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const HELD = fileURLToPath(new URL('../../support/held-handoff.ts', import.meta.url));
 const baton = async (args: string[]) => {
-  const { stdout, stderr } = await execFileAsync(process.execPath, [...TSX, CLI, ...args]);
+  const { stdout, stderr } = await execFileAsync(process.execPath, [CLI, ...args]);
   return { summary: JSON.parse(stdout) as HandoffSummary, text: stdout + stderr };
 };
 

@@ -19,8 +19,7 @@ import { bootstrapMints, CLI, JWT_PATTERN, killDuringPush, testHandoffDeps } fro
 import { adminClients, confinementsLeft, eventually } from '../../support/kube.js';
 
 const execFileAsync = promisify(execFile);
-const baton = (args: string[]) =>
-  execFileAsync(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', CLI, ...args]);
+const baton = (args: string[]) => execFileAsync(process.execPath, [CLI, ...args]);
 
 // baton-controller on a real node takes over: the killed run pushed part of its Deployment, the next run completes it.
 const bed = useHandoffCluster();

@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { runHandoff } from '@baton/core';
 import {
@@ -16,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
-import { JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
+import { CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, statusOfCall } from '../../support/kube.js';
 
 // Every kubeconfig form a managed cluster issues, against the real apiserver: exec credential plugins as
@@ -25,7 +24,6 @@ import { adminClients, statusOfCall } from '../../support/kube.js';
 // token-file users, tls-server-name, proxy-url and context selection; and no credential in any output.
 
 const execFileAsync = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url));
 const NS = 'kubeconfig-forms';
 const OPERATORS = ['op-a', 'op-b'] as const;
 
@@ -340,7 +338,7 @@ describe('exec credential plugins', () => {
     );
     const r = await execFileAsync(
       process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', CLI, 'up', '--plan', h.env.planPath, '--kubeconfig', path],
+      [CLI, 'up', '--plan', h.env.planPath, '--kubeconfig', path],
       // It must exit by itself once it has failed (a pending plugin timer once kept it alive for 120 s).
       { env: { ...process.env, HOME: dir }, timeout: 60_000 },
     ).then(

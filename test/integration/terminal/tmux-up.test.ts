@@ -37,8 +37,7 @@ afterAll(async () => {
 
 describe('baton up in an 80-column terminal', () => {
   it('shows the steps as they run, then a summary that fits the screen', async () => {
-    const baton = (...args: string[]) =>
-      [process.execPath, '--conditions=@baton/source', '--import', 'tsx', CLI, ...args].join(' ');
+    const baton = (...args: string[]) => [process.execPath, CLI, ...args].join(' ');
     // baton up, then what a person types next: the receipt the cluster carries and the audit log's listing.
     const command = [
       `${baton('up', '--plan', bed.side.planPath)}; echo "baton exited $?"`,

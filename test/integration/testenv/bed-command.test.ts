@@ -6,10 +6,11 @@ import { promisify } from 'node:util';
 import type { HandoffSummary } from '@baton/core';
 import type { DetachedBed } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
+import { CLI } from '../../support/handoff-run.js';
 
 const run = promisify(execFile);
 const baton = (args: string[], timeout = 240_000) =>
-  run(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', 'packages/cli/src/main.ts', ...args], {
+  run(process.execPath, [CLI, ...args], {
     timeout,
     maxBuffer: 16 * 1024 * 1024,
   });

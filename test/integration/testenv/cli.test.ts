@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { CLI } from '../../support/handoff-run.js';
 import { adminClients } from '../../support/kube.js';
 
 const run = promisify(execFile);
 const baton = (args: string[]) =>
-  run(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', 'packages/cli/src/main.ts', ...args], {
+  run(process.execPath, [CLI, ...args], {
     timeout: 120_000,
   });
 
