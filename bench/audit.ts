@@ -25,13 +25,9 @@ import {
   TrustedKeySet,
   verifyLog,
 } from '@baton/audit';
-import { median } from './stats.js';
+import { median, numberFlag } from './stats.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
+const flag = (name: string, fallback: number) => numberFlag(process.argv.slice(2), name, fallback);
 const COUNT = flag('--count', 1_000_000);
 const REPEATS = flag('--repeats', 3);
 const BATCH = 1000;

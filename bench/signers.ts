@@ -22,13 +22,9 @@ import {
   SigningKey,
   writeSigningKeyFile,
 } from '@baton/audit';
-import { median, round } from './stats.js';
+import { median, numberFlag, round } from './stats.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
+const flag = (name: string, fallback: number) => numberFlag(process.argv.slice(2), name, fallback);
 const COUNT = flag('--count', 500);
 const COMMAND_COUNT = flag('--command-count', 40);
 const SOFTHSM = '/usr/lib/softhsm/libsofthsm2.so';

@@ -8,6 +8,12 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** The number after `name` on the command line (`--count 500`), or `fallback` when the flag is absent. */
+export function numberFlag(args: readonly string[], name: string, fallback: number): number {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
 /** `n` rounded to `digits` decimals (for figures in results files). */
 export function round(n: number, digits = 2): number {
   const f = 10 ** digits;

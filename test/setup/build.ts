@@ -1,4 +1,4 @@
-// Global setup: brings every package's compiled dist up to date (`tsc -b`, incremental: about 1.5 s when nothing
+// Global setup: brings every package's compiled dist up to date (`tsc -b`, incremental: about 0.5 s when nothing
 // changed) before any test runs, because the tests run `baton` as npm installs it, the package's bin on dist
 // (test/support/handoff-run.ts: CLI). A stale dist would test yesterday's code.
 import { execFileSync } from 'node:child_process';
