@@ -5,12 +5,17 @@
 //   --cache-dir DIR   downloads and layers (default ~/.cache/baton/image)
 //   --no-layer-cache  build every layer again from the (cached, verified) downloads
 //   --pin             write the digests where they are pinned (40-deployment.yaml, packages/fleet/job-image.json)
-//   --json            print {"baton-controller": {...}, "baton": {...}} (digest, sizeBytes, layers, sbom, wallMs)
+//   --sign-key FILE   sign both images with this key (a release-time input; `baton audit keygen` writes one): a cosign
+//                     v3 signature (Sigstore bundle) attached to each image as an OCI referrer in its layout; the
+//                     digests do not change, so what is pinned stays pinned
+//   --json            print {"baton-controller": {...}, "baton": {...}} (digest, sizeBytes, layers, sbom, signature,
+//                     wallMs)
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_CACHE_DIR } from '@baton/image';
-import { buildCliImage, pinCliImage } from '../packages/cli/image/build.js';
-import { buildImage, pinDigest } from '../packages/controller/image/build.js';
+import { openSigner, type Signer } from '@baton/audit';
+import { DEFAULT_CACHE_DIR, signLayout } from '@baton/image';
+import { buildCliImage, CLI_IMAGE_NAME, pinCliImage } from '../packages/cli/image/build.js';
+import { buildImage, IMAGE_NAME, pinDigest } from '../packages/controller/image/build.js';
 
 const REPO_ROOT = resolve(new URL('../', import.meta.url).pathname);
 
@@ -21,6 +26,7 @@ async function main(): Promise<void> {
       'cache-dir': { type: 'string' },
       'no-layer-cache': { type: 'boolean' },
       pin: { type: 'boolean' },
+      'sign-key': { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
@@ -30,13 +36,26 @@ async function main(): Promise<void> {
     cacheDir: resolve(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
     reuseLayers: !values['no-layer-cache'],
   };
+  // Opened first: a missing or readable-by-others key fails before minutes of building.
+  const signer: Signer | undefined = values['sign-key']
+    ? await openSigner({ kind: 'key-file', path: resolve(values['sign-key']) }, '--sign-key')
+    : undefined;
+  const sign = async (dir: string, name: string) =>
+    signer ? { signature: (await signLayout(dir, name, signer))[0]?.signature, signedBy: signer.verifierKey } : {};
   const results: Record<string, { readonly digest: string; readonly wallMs: number }> = {};
   let started = performance.now();
   const controller = await buildImage({ ...common, outDir: join(out, 'baton-controller') });
-  results['baton-controller'] = { ...controller, wallMs: Math.round(performance.now() - started) };
+  const controllerSignature = await sign(join(out, 'baton-controller'), IMAGE_NAME);
+  results['baton-controller'] = {
+    ...controller,
+    ...controllerSignature,
+    wallMs: Math.round(performance.now() - started),
+  };
   started = performance.now();
   const cli = await buildCliImage({ ...common, outDir: join(out, 'baton') });
-  results.baton = { ...cli, wallMs: Math.round(performance.now() - started) };
+  const cliSignature = await sign(join(out, 'baton'), CLI_IMAGE_NAME);
+  results.baton = { ...cli, ...cliSignature, wallMs: Math.round(performance.now() - started) };
+  await signer?.close?.();
   if (values.pin) {
     pinDigest(join(REPO_ROOT, 'bootstrap-manifests/baton-controller/40-deployment.yaml'), controller.digest);
     pinCliImage(cli.digest);

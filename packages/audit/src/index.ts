@@ -27,6 +27,12 @@ export {
   HandoffOutcome,
   HandoffRecordSchema,
 } from './handoff-record.js';
+export {
+  COSIGN_SIGN_PREDICATE_TYPE,
+  imageSignatureStatement,
+  signImage,
+  verifyImageSignature,
+} from './image-signature.js';
 export { readSigningKeyFile, writeSigningKeyFile, writeSigningKeyPair } from './key-files.js';
 export type { LineBlock, ReadLineBlocksOptions } from './line-blocks.js';
 export { forEachLine, readLineBlocks } from './line-blocks.js';

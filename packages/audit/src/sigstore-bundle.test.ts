@@ -1,11 +1,9 @@
-import { createPublicKey } from 'node:crypto';
-import { bundleFromJSON } from '@sigstore/bundle';
-import { toSignedEntity, toTrustMaterial, Verifier } from '@sigstore/verify';
 import { describe, expect, test } from 'vitest';
 import { createHandoffEvent } from './handoff-event.js';
 import { SigningKey } from './signing-key.js';
 import { SIGSTORE_BUNDLE_MEDIA_TYPE, toSigstoreBundle, verifySigstoreBundle } from './sigstore-bundle.js';
 import { synthRecords } from './synth.js';
+import { sigstoreJsVerify } from './testing/sigstore-js.js';
 import { TrustedKeySet } from './trusted-keys.js';
 
 const key = SigningKey.fromSeed('baton.dev/handoff', Buffer.alloc(32, 3));
@@ -16,29 +14,7 @@ const [record] = [...synthRecords(1, { seed: 8 })];
 /** A bundle as JSON, to tamper with. */
 type Bundle = { dsseEnvelope: { payload: string; payloadType: string; signatures: { sig: string }[] } };
 
-/** Sigstore's own JavaScript verifier (the sigstore-js of npm's provenance), trusting only `key`, offline. */
-function sigstoreVerify(bundle: unknown): void {
-  const pem = createPublicKey({
-    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), key.publicKey]),
-    format: 'der',
-    type: 'spki',
-  });
-  const trust = toTrustMaterial(
-    {
-      mediaType: 'application/vnd.dev.sigstore.trustedroot+json;version=0.1',
-      tlogs: [],
-      certificateAuthorities: [],
-      ctlogs: [],
-      timestampAuthorities: [],
-    },
-    (hint) => {
-      if (hint !== `${key.name}+${key.keyId.toString('hex')}`) throw new Error(`unknown key ${hint}`);
-      return { publicKey: pem, validFor: () => true };
-    },
-  );
-  const verifier = new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 });
-  verifier.verify(toSignedEntity(bundleFromJSON(bundle)));
-}
+const sigstoreVerify = (bundle: unknown) => sigstoreJsVerify(bundle, key);
 
 describe('the handoff attestation as a Sigstore bundle', () => {
   test('is the audit event’s own envelope and signature, and sigstore-js verifies it with the trusted key', async () => {

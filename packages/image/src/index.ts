@@ -20,8 +20,10 @@ export {
   imageManifest,
   MEDIA_TYPE,
   manifestBlobs,
+  type ReferrerOptions,
   referrerManifest,
   writeLayout,
 } from './oci.js';
 export { lockedPackages, type SbomPackage, spdxDocument } from './sbom.js';
+export { SIGNATURE_ANNOTATIONS, type SignedImage, signLayout } from './sign-layout.js';
 export { byteOrder, type TarEntry, treeEntries, writeTar } from './tar.js';

@@ -66,16 +66,34 @@ export function imageManifest(blobDir: string, layers: readonly Layer[], run: Im
   return { mediaType: MEDIA_TYPE.manifest, ...putBlob(blobDir, json(manifest)) };
 }
 
-/** An artifact manifest carrying one file (the SBOM) whose `subject` is the image, as an OCI referrer. */
-export function referrerManifest(blobDir: string, subject: Descriptor, file: Buffer, mediaType: string): Descriptor {
+/** Options of {@link referrerManifest}. */
+export interface ReferrerOptions {
+  /** The manifest's annotations (a signature's content and predicate type). */
+  readonly annotations?: Readonly<Record<string, string>>;
+  /** The file's `org.opencontainers.image.title` (the name `oras pull` saves it as). */
+  readonly layerTitle?: string;
+}
+
+/** An artifact manifest carrying one file (the SBOM, a signature) whose `subject` is the image, as an OCI referrer. */
+export function referrerManifest(
+  blobDir: string,
+  subject: Descriptor,
+  file: Buffer,
+  mediaType: string,
+  options: ReferrerOptions = {},
+): Descriptor {
   const empty = putBlob(blobDir, Buffer.from('{}'));
+  const layerAnnotations = options.layerTitle
+    ? { annotations: { 'org.opencontainers.image.title': options.layerTitle } }
+    : {};
   const manifest = {
     schemaVersion: 2,
     mediaType: MEDIA_TYPE.manifest,
     artifactType: mediaType,
     config: { mediaType: MEDIA_TYPE.empty, ...empty },
-    layers: [{ mediaType, ...putBlob(blobDir, file) }],
+    layers: [{ mediaType, ...putBlob(blobDir, file), ...layerAnnotations }],
     subject: { mediaType: subject.mediaType, digest: subject.digest, size: subject.size },
+    ...(options.annotations ? { annotations: options.annotations } : {}),
   };
   return { mediaType: MEDIA_TYPE.manifest, artifactType: mediaType, ...putBlob(blobDir, json(manifest)) };
 }

@@ -1,0 +1,66 @@
+import { ConfigError } from '@baton/errors';
+import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
+import type { Signer } from './signing-key.js';
+import { type SigstoreBundle, toSigstoreBundle, type VerifiedBundle, verifySigstoreBundle } from './sigstore-bundle.js';
+import { IN_TOTO_STATEMENT_TYPE } from './statement.js';
+import type { TrustedKeySet } from './trusted-keys.js';
+
+/**
+ * The predicate type of a cosign v3 image signature: a DSSE-wrapped in-toto Statement whose subject is the image
+ * manifest's digest and whose predicate is empty, in a Sigstore bundle attached to the image as an OCI referrer.
+ */
+export const COSIGN_SIGN_PREDICATE_TYPE = 'https://sigstore.dev/cosign/sign/v1';
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * The statement an image signature signs: `name` (the repository, informative only: a mirrored image keeps its
+ * signature) at the manifest digest `digest` (`sha256:<hex>`).
+ * @throws {RangeError} when `digest` is not a sha256 digest.
+ */
+export function imageSignatureStatement(name: string, digest: string): Buffer {
+  if (!DIGEST.test(digest)) throw new RangeError(`not a sha256 digest: ${digest}`);
+  return Buffer.from(
+    JSON.stringify({
+      _type: IN_TOTO_STATEMENT_TYPE,
+      subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }],
+      predicateType: COSIGN_SIGN_PREDICATE_TYPE,
+      predicate: {},
+    }),
+  );
+}
+
+/**
+ * Signs image `name@digest` with `signer` (a key file, a PKCS#11 token or a signer command: the same signers the audit
+ * log uses) and returns the Sigstore bundle cosign v3 attaches for `cosign sign --key`.
+ */
+export async function signImage(name: string, digest: string, signer: Signer): Promise<SigstoreBundle> {
+  return toSigstoreBundle(await signEnvelope(IN_TOTO_PAYLOAD_TYPE, imageSignatureStatement(name, digest), [signer]));
+}
+
+/**
+ * Verifies that `bundle` is a signature of the image manifest `digest` by a key of `keys`: the DSSE signature, the
+ * predicate type, and a subject whose sha256 is the digest (a signature of another image, however valid, is refused).
+ * @param where names the signature in messages (`registry/repo@sha256:… signature sha256:…`).
+ * @throws {ConfigError} naming `where` and what failed.
+ */
+export function verifyImageSignature(
+  bundle: unknown,
+  digest: string,
+  keys: TrustedKeySet,
+  where: string,
+): VerifiedBundle {
+  const verified = verifySigstoreBundle(bundle, keys, where);
+  const { statement } = verified;
+  if (statement.predicateType !== COSIGN_SIGN_PREDICATE_TYPE)
+    throw new ConfigError(
+      `${where}: a ${statement.predicateType} statement, not an image signature (${COSIGN_SIGN_PREDICATE_TYPE})`,
+    );
+  const hex = digest.slice('sha256:'.length);
+  const subjects = statement.subject as { digest?: { sha256?: string } }[];
+  if (!subjects.some((s) => s?.digest?.sha256 === hex)) {
+    const signed = subjects.map((s) => (s?.digest?.sha256 ? `sha256:${s.digest.sha256}` : '?')).join(', ');
+    throw new ConfigError(`${where}: signs ${signed || 'no digest'}, not ${digest}: a signature of another image`);
+  }
+  return verified;
+}
