@@ -31,6 +31,12 @@ export {
   parseHandoffPlan,
   planAsInput,
 } from './handoff-plan.js';
+export type { ImageRef } from './images/image-ref.js';
+export { parseImageRef } from './images/image-ref.js';
+export type { RegistryAccess, RegistryDescriptor } from './images/registry-client.js';
+export { RegistryClient, RegistryError } from './images/registry-client.js';
+export type { ImageTrustPolicy, VerifiedImage } from './images/verify-images.js';
+export { verifyImages } from './images/verify-images.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';
 export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';

@@ -7,6 +7,7 @@ export const ErrorCode = {
   confinement: 'confinement',
   tampered: 'tampered',
   auditVerify: 'audit-verify',
+  imageVerify: 'image-verify',
   process: 'process',
   build: 'build',
   internal: 'internal',
@@ -85,6 +86,16 @@ export class ConfinementError extends BatonError {
 export class AuditVerifyError extends BatonError {
   constructor(message: string, options: BatonErrorOptions = {}) {
     super(ErrorCode.auditVerify, message, options);
+  }
+}
+
+/**
+ * An image the push would install is not signed by a key its trust policy names, or its signatures could not be read:
+ * the run is refused before anything is minted. `details.image` names the image.
+ */
+export class ImageVerifyError extends BatonError {
+  constructor(message: string, options: BatonErrorOptions = {}) {
+    super(ErrorCode.imageVerify, message, options);
   }
 }
 

@@ -6,6 +6,7 @@ export {
   ConfigError,
   ConfinementError,
   ErrorCode,
+  ImageVerifyError,
   isBatonError,
   KubeApiError,
   ProcessError,

@@ -115,13 +115,43 @@ export function pushToRegistry(host: string, layoutDir: string, repository: stri
 }
 
 async function pushLayout(base: string, layoutDir: string, repository: string, ref: string): Promise<string> {
-  const index = JSON.parse(await readFile(join(layoutDir, 'index.json'), 'utf8')) as {
-    manifests: { digest: string; mediaType: string; annotations?: Record<string, string> }[];
-  };
+  const index = JSON.parse(await readFile(join(layoutDir, 'index.json'), 'utf8')) as { manifests: LayoutEntry[] };
   const desc = index.manifests.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === ref);
   if (!desc) throw new ProcessError(`${layoutDir}/index.json: no image named ${ref}; run \`pnpm image:build\``);
   const blob = (digest: string) => readFile(join(layoutDir, 'blobs/sha256', digest.slice('sha256:'.length)));
   const manifestBytes = await blob(desc.digest);
+  await putManifest(base, repository, manifestBytes, desc.mediaType, [desc.digest, ref], blob);
+  // The image's referrers in the layout (its SBOM, its signatures), then the referrers tag schema's index, which
+  // Distribution 2.8 needs: it has no referrers API (cosign and baton fall back to the `sha256-<hex>` tag).
+  const referrers: LayoutEntry[] = [];
+  for (const entry of index.manifests.filter((m) => m.artifactType)) {
+    const bytes = await blob(entry.digest);
+    if ((JSON.parse(bytes.toString()) as { subject?: { digest?: string } }).subject?.digest !== desc.digest) continue;
+    await putManifest(base, repository, bytes, entry.mediaType, [entry.digest], blob);
+    referrers.push(entry);
+  }
+  if (referrers.length > 0) await putReferrersTag(base, repository, desc.digest, referrers);
+  return sha256(manifestBytes);
+}
+
+/** An entry of a layout's index.json. */
+interface LayoutEntry {
+  readonly digest: string;
+  readonly mediaType: string;
+  readonly size: number;
+  readonly artifactType?: string;
+  readonly annotations?: Record<string, string>;
+}
+
+/** Uploads a manifest's config and layers (those the registry lacks), then the manifest under each of `tags`. */
+async function putManifest(
+  base: string,
+  repository: string,
+  manifestBytes: Buffer,
+  mediaType: string,
+  tags: readonly string[],
+  blob: (digest: string) => Promise<Buffer>,
+): Promise<void> {
   const manifest = JSON.parse(manifestBytes.toString()) as { config: { digest: string }; layers: { digest: string }[] };
   for (const digest of [manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) {
     if ((await fetch(`${base}/${repository}/blobs/${digest}`, { method: 'HEAD' })).ok) continue;
@@ -139,14 +169,50 @@ async function pushLayout(base: string, layoutDir: string, repository: string, r
     });
     if (put.status !== 201) throw new ProcessError(`local registry: uploading ${digest} answered ${put.status}`);
   }
-  for (const tag of [desc.digest, ref]) {
+  for (const tag of tags) {
     const res = await fetch(`${base}/${repository}/manifests/${tag}`, {
       method: 'PUT',
       body: manifestBytes,
-      headers: { 'content-type': desc.mediaType },
+      headers: { 'content-type': mediaType },
     });
     if (res.status !== 201)
       throw new ProcessError(`local registry: putting manifest ${tag} answered ${res.status}: ${await res.text()}`);
   }
-  return sha256(manifestBytes);
+}
+
+/** Adds `referrers` to the `sha256-<hex>` index of `subject` (the referrers tag schema), keeping what it listed. */
+async function putReferrersTag(
+  base: string,
+  repository: string,
+  subject: string,
+  referrers: readonly LayoutEntry[],
+): Promise<void> {
+  const url = `${base}/${repository}/manifests/${subject.replace(':', '-')}`;
+  const existing = await fetch(url, { headers: { accept: 'application/vnd.oci.image.index.v1+json' } });
+  const listed = existing.ok ? ((await existing.json()) as { manifests: LayoutEntry[] }).manifests : [];
+  const manifests = [...listed.filter((m) => !referrers.some((r) => r.digest === m.digest)), ...referrers].map(
+    ({ mediaType, digest, size, artifactType, annotations }) => ({
+      mediaType,
+      digest,
+      size,
+      ...(artifactType ? { artifactType } : {}),
+      ...(annotations ? { annotations: withoutRefName(annotations) } : {}),
+    }),
+  );
+  const body = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests });
+  const res = await fetch(url, {
+    method: 'PUT',
+    body,
+    headers: { 'content-type': 'application/vnd.oci.image.index.v1+json' },
+  });
+  if (res.status !== 201)
+    throw new ProcessError(
+      `local registry: putting the referrers of ${subject} answered ${res.status}: ${await res.text()}`,
+    );
+}
+
+/** A layout's tag annotation means nothing in a registry's referrers list. */
+function withoutRefName(annotations: Record<string, string>): Record<string, string> {
+  const { 'org.opencontainers.image.ref.name': _, ...rest } = annotations;
+  return rest;
 }
