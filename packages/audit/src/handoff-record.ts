@@ -67,6 +67,27 @@ export const PlanSchema = z.strictObject({
         'digest of the controller image that was pushed; absent only where the profile pins an exact release tag because upstream publishes no digest (image then carries the tag)',
       ),
     }),
+    images: z
+      .strictObject({
+        verification: z
+          .enum(['verified', 'skipped', 'no-policy'])
+          .describe(
+            'verified: every image the push runs was signed by a key of the trust policy; skipped: --insecure-skip-image-verify; no-policy: no keys were declared',
+          ),
+        verified: z
+          .array(
+            z.strictObject({
+              image: z.string().min(1).max(512),
+              digest: Sha256Digest,
+              signedBy: z.string().min(1).max(512).describe('verifier key whose signature verified'),
+            }),
+          )
+          .max(32),
+      })
+      .optional()
+      .describe(
+        'how the images were checked before anything was minted (absent in events recorded before baton verified images)',
+      ),
   }),
   pull: z.strictObject({
     source: z.strictObject({

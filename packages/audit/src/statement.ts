@@ -28,11 +28,14 @@ export const HandoffStatementSchema = z
 export type HandoffStatement = z.infer<typeof HandoffStatementSchema>;
 
 /**
- * Builds the statement for a record. Its subjects are what the handoff installed: the controller image, the
- * manifest bundle and the Git commit the controller now follows.
+ * Builds the statement for a record. Its subjects are what the handoff installed: the controller image and the other
+ * images whose signatures were verified (up to 13: a statement names at most 16 subjects), the manifest bundle and
+ * the Git commit the controller now follows.
  */
 export function buildStatement(record: HandoffRecord): HandoffStatement {
   const { push, pull } = record.plan;
+  // The images whose signatures were verified, each once; the controller's first (it is one of them when verified).
+  const verified = (push.images?.verified ?? []).filter((v) => v.digest !== push.controller.imageDigest);
   return {
     _type: IN_TOTO_STATEMENT_TYPE,
     subject: [
@@ -40,6 +43,9 @@ export function buildStatement(record: HandoffRecord): HandoffStatement {
       ...(push.controller.imageDigest
         ? [{ name: push.controller.image, digest: { sha256: push.controller.imageDigest.slice('sha256:'.length) } }]
         : []),
+      ...verified
+        .slice(0, 13)
+        .map((v) => ({ name: v.image.split('@')[0]!, digest: { sha256: v.digest.slice('sha256:'.length) } })),
       { name: `bootstrap-manifests/${push.profile}`, digest: { sha256: push.bundleDigest.slice('sha256:'.length) } },
       { name: pull.source.url, digest: { gitCommit: pull.source.revision } },
     ],

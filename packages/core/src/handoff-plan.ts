@@ -114,6 +114,24 @@ export const HandoffPlanSchema = z
         )
         .default([])
         .describe('push-only Secrets in the controller namespace that never live in Git (e.g. a webhook key)'),
+      images: z
+        .strictObject({
+          trustedKeys: z
+            .string()
+            .min(1)
+            .optional()
+            .describe(
+              "trusted-keys file (relative to the plan; `baton audit keygen` writes one) whose keys the push set's images must be signed by, instead of the profile's imageTrust",
+            ),
+          mirrors: z
+            .record(z.string().min(1), z.url({ protocol: /^https?$/ }))
+            .default({})
+            .describe(
+              'where baton reads a registry host’s images and signatures instead of https://<host>, e.g. {"ghcr.io": "https://mirror.internal"} (http is allowed: signatures are verified end to end)',
+            ),
+        })
+        .prefault({})
+        .describe("how the push set's images are verified before anything is minted"),
     }),
     pull: z.strictObject({
       credential: z
@@ -291,6 +309,10 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
         ...p.push,
         manifests,
         secrets: p.push.secrets.map((x) => ({ ...x, fromFile: abs(x.fromFile) })),
+        images: {
+          ...p.push.images,
+          ...(p.push.images.trustedKeys ? { trustedKeys: abs(p.push.images.trustedKeys) } : {}),
+        },
       },
       pull: {
         ...p.pull,

@@ -9,6 +9,7 @@ import { repair } from './handoff/repair.js';
 import { HandoffRun, safeError } from './handoff/run.js';
 import { type HandoffDeps, HandoffStep, type HandoffSummary } from './handoff/types.js';
 import type { LoadedPlan } from './handoff-plan.js';
+import { checkImages } from './images/check-images.js';
 import { loadManifestSet } from './manifest-set.js';
 
 /** The steps {@link driveHandoff} runs, in order; {@link HANDOFF_STEPS} are the real ones. */
@@ -90,6 +91,8 @@ async function beginRun(run: HandoffRun): Promise<HeldLock> {
     run.set = loadManifestSet(run.plan);
     run.rules = computeBootstrapRules(run.set.objects.map((m) => m.object));
     run.fact(`${run.set.objects.length} objects, ${flattenRules(run.rules).length} rules computed`);
+    // Before the cluster is touched: an image its policy does not vouch for is never pushed.
+    run.images = await checkImages(run.plan, run.set, run.log, run.deps.images);
     // Before the cluster is touched: a handoff that could not be recorded must not start.
     const signer = await run.deps.audit.check();
     if (signer) run.log.info({ signerKind: signer.kind, verifierKey: signer.verifierKey }, 'audit signer checked');

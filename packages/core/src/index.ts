@@ -31,8 +31,11 @@ export {
   parseHandoffPlan,
   planAsInput,
 } from './handoff-plan.js';
+export type { CheckImagesOptions, ImageCheck } from './images/check-images.js';
+export { checkImages } from './images/check-images.js';
 export type { ImageRef } from './images/image-ref.js';
 export { parseImageRef } from './images/image-ref.js';
+export { podImages } from './images/pod-images.js';
 export type { RegistryAccess, RegistryDescriptor } from './images/registry-client.js';
 export { RegistryClient, RegistryError } from './images/registry-client.js';
 export type { ImageTrustPolicy, VerifiedImage } from './images/verify-images.js';

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseVerifierKey } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -156,6 +157,22 @@ export const ProfileSchema = z
     controller: ControllerBlockSchema.optional().describe(
       'the plan’s controller block as this profile installs it: a plan may omit it and override any field',
     ),
+    imageTrust: z
+      .strictObject({
+        keys: z
+          .array(
+            z.string().superRefine((key, ctx) => {
+              const parsed = parseVerifierKey(key);
+              if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+            }),
+          )
+          .min(1)
+          .describe('verifier keys (name+hash+base64, as `baton audit keygen` prints them) an image may be signed by'),
+      })
+      .optional()
+      .describe(
+        'the keys the images of this profile’s push set must be signed by (cosign v3 signatures, checked in their registry before anything is minted); a plan’s push.images.trustedKeys replaces them',
+      ),
     imagePinnedByTag: z
       .string()
       .min(1)

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
 import { DEFAULT_CACHE_DIR, extendImage, filesLayer, type TarEntry, treeEntries } from '@baton/image';
 import { withFileLock } from './file-lock.js';
+import { signBedImages } from './image-trust.js';
 import { cacheRoot } from './paths.js';
 
 const run = promisify(execFile);
@@ -23,12 +24,15 @@ export function pinnedControllerImage(manifest: string): string | undefined {
 
 /**
  * Builds the controller image from these sources (`pnpm image:build`; warm, only the bundle and its small layer are
- * new), once per process and one build at a time on the machine, and returns its digest.
+ * new), once per process and one build at a time on the machine, signs it with the bed's image key (as a release
+ * would with its key), and returns its digest.
  * @throws ProcessError when the build fails.
  */
-export const buildControllerImage = oncePerProcess(() =>
-  runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']),
-);
+export const buildControllerImage = oncePerProcess(async () => {
+  const digest = await runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']);
+  await signBedImages(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE);
+  return digest;
+});
 
 /** `build` run once per process (again after a failure), its digest shared by every caller. */
 function oncePerProcess(build: () => Promise<string>): () => Promise<string> {
@@ -95,9 +99,15 @@ export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
  * cached, the bundle new), once per process and one build at a time on the machine, and returns its digest.
  * @throws ProcessError when the build fails.
  */
-export const buildCliImage = oncePerProcess(() =>
-  runImageBuild('building the baton CLI image', ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT]),
-);
+export const buildCliImage = oncePerProcess(async () => {
+  const digest = await runImageBuild('building the baton CLI image', [
+    'packages/cli/image/build.ts',
+    '--out',
+    CLI_IMAGE_LAYOUT,
+  ]);
+  await signBedImages(CLI_IMAGE_LAYOUT, CLI_IMAGE);
+  return digest;
+});
 
 /**
  * Builds the baton CLI image and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).

@@ -9,6 +9,8 @@ import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from
 import { CONTROLLER_IMAGE, pinnedControllerImage, pushControllerImage } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
+import { type BedImageTrust, writeBedImageTrust } from './image-trust.js';
+import { MIRRORED_REGISTRIES } from './node/real-node.js';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {
@@ -100,7 +102,12 @@ export function startBatonControllerSide(o: StartBatonControllerSideOptions): Pr
     writeFileSync(webhookSecretPath, stringify({ secret: webhookKey }), { mode: 0o600 });
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
-    writeFileSync(planPath, stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision })));
+    // baton up verifies the pushed image's signature in the bed's registry, with the key the bed signs images with.
+    const images = await writeBedImageTrust(dir, realNode.registryHost, MIRRORED_REGISTRIES);
+    writeFileSync(
+      planPath,
+      stringify(planFor({ clusterName: o.clusterName ?? 'e2e', o, url, gitPath, revision, images })),
+    );
     const controllerImage = await pushPinnedControllerImage(o.profileDir, realNode);
     return {
       controllerImage,
@@ -256,6 +263,7 @@ function planFor(p: {
   url: string;
   gitPath: string;
   revision: string;
+  images: BedImageTrust;
 }): Record<string, unknown> {
   return {
     apiVersion: 'baton.dev/v1alpha1',
@@ -267,6 +275,7 @@ function planFor(p: {
       manifests: './push',
       budgetSeconds: 300,
       secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
+      images: { trustedKeys: './image-keys.yaml', mirrors: p.images.mirrors },
     },
     pull: {
       credential: { fromFile: './pull.yaml' },

@@ -54,6 +54,14 @@ export type {
   StartHandoffBedOptions,
 } from './handoff-bed.js';
 export { startBatonControllerSide, startBedCluster, startHandoffBed } from './handoff-bed.js';
+export {
+  BED_IMAGE_KEY_NAME,
+  type BedImageTrust,
+  bedImageKey,
+  bedImageKeyPath,
+  signBedImages,
+  writeBedImageTrust,
+} from './image-trust.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---

@@ -1,17 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readEntries } from '@baton/audit';
+import { formatTrustedKeys, readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
-import { ConfigError } from '@baton/errors';
+import { ConfigError, ImageVerifyError } from '@baton/errors';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken } from '@baton/kube';
-import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
+import { type Cluster, freePorts, type GitServer, startCluster, startGitServer } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
+import { RELEASE_KEY, type SignedImageRegistry, startSignedImageRegistry } from '../../support/signed-images.js';
 import { useTempDirs } from '../../support/temp-dirs.js';
 
 const tempDir = useTempDirs();
@@ -271,6 +272,94 @@ describe('a TokenRequest whose answer was lost, then a revoke that fails', () =>
     const { operator } = testHandoffDeps(e.loaded, cluster.kubeconfigPath).deps;
     expect(await findBootstrapLeftovers(operator, 'baton-system')).toEqual([]);
     await eventually(async () => (await probeToken(operator, lost[0]!)) === 401, 30_000, 'the lost token refused', 500);
+  });
+});
+
+describe('images the trust policy does not vouch for', () => {
+  // The controller Deployment runs an image of a real registry (on loopback, standing for ghcr.io through
+  // push.images.mirrors); the plan trusts the release key. Nothing may be created before the refusal.
+  let images: SignedImageRegistry;
+  const IMAGE = 'ghcr.io/baton-dev/baton-controller';
+
+  beforeAll(async () => {
+    images = await startSignedImageRegistry(tempDir('images-'), 'baton-dev/baton-controller');
+  }, 120_000);
+  afterAll(async () => {
+    await images?.registry.stop();
+  });
+
+  /** A plan whose controller runs `image`, trusting the release key, reading ghcr.io at `registry`. */
+  async function imageEnv(image: string, registry = `http://${images.registry.host}`): Promise<HandoffEnv> {
+    const dir = tempDir('images-set-');
+    cpSync(CONTROLLER_MANIFESTS, dir, { recursive: true });
+    const deployment = join(dir, '30-deployment.yaml');
+    writeFileSync(deployment, readFileSync(deployment, 'utf8').replace(/image: \S+/, `image: ${image}`));
+    const trustedKeys = join(tempDir('image-keys-'), 'trusted-keys.yaml');
+    writeFileSync(
+      trustedKeys,
+      formatTrustedKeys({ origin: 'baton.dev/release', keys: [{ key: RELEASE_KEY.verifierKey }] }),
+    );
+    return env({ push: { images: { trustedKeys, mirrors: { 'ghcr.io': registry } } } }, dir);
+  }
+
+  async function expectNothingCreated(e: HandoffEnv): Promise<void> {
+    const admin = adminClients(cluster.kubeconfigPath);
+    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(404);
+    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'gitops-system' }))).toBe(404);
+    // Nothing to record either: the refusal came before the audit log was opened.
+    expect(existsSync(e.auditLogPath) ? readFileSync(e.auditLogPath, 'utf8') : '').toBe('');
+  }
+
+  it.each([
+    ['an unsigned image', 'unsigned', /: unsigned: http:\/\/127\.0\.0\.1:\d+ lists no signature/],
+    ['an image signed by a key the plan does not trust', 'stranger', /which the trusted-keys file does not list/],
+    ["another image's signature", 'borrowed', /: a signature of another image/],
+  ] as const)('refuses %s before anything is minted, naming the image', async (_, which, why) => {
+    const image = `${IMAGE}@${images.digests[which]}`;
+    const e = await imageEnv(image);
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    const err = await runHandoff(e.loaded, deps).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(ImageVerifyError);
+    expect((err as Error).message).toMatch(new RegExp(`^image ${image.replace(/[.]/g, '\\.')}: `));
+    expect((err as Error).message).toMatch(why);
+    await expectNothingCreated(e);
+  });
+
+  it('refuses when the registry cannot be reached, and baton up exits 1 with the reason (-o json: image-verify)', async () => {
+    const [port] = await freePorts(1);
+    const image = `${IMAGE}@${images.digests.signed}`;
+    const e = await imageEnv(image, `http://127.0.0.1:${port}`);
+    const cli = spawnSync(process.execPath, [CLI, 'up', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
+    expect(cli.status).toBe(1);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ outcome: 'refused', errorCode: 'image-verify' });
+    expect(cli.stderr).toContain(
+      `baton: image ${image}: cannot read its signatures: cannot reach http://127.0.0.1:${port}: ECONNREFUSED`,
+    );
+    await expectNothingCreated(e);
+  });
+
+  it('baton plan shows the verified image and its key; with the skip flag, loudly, that nothing was verified', async () => {
+    const image = `${IMAGE}@${images.digests.signed}`;
+    const e = await imageEnv(image);
+    const plan = spawnSync(process.execPath, [CLI, 'plan', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
+    expect(plan.status).toBe(0);
+    expect(JSON.parse(plan.stdout).images).toMatchObject({
+      verification: 'verified',
+      images: [image],
+      verified: [{ image, digest: images.digests.signed, signedBy: RELEASE_KEY.verifierKey }],
+    });
+    const skipped = spawnSync(
+      process.execPath,
+      [CLI, 'plan', '--plan', e.planPath, '--insecure-skip-image-verify', '-o', 'json'],
+      { encoding: 'utf8' },
+    );
+    expect(skipped.status).toBe(0);
+    expect(skipped.stderr).toMatch(/^WARNING: --insecure-skip-image-verify: /);
+    expect(JSON.parse(skipped.stdout).images).toEqual({ verification: 'skipped', images: [image], verified: [] });
+    const unsigned = await imageEnv(`${IMAGE}@${images.digests.unsigned}`);
+    const refused = spawnSync(process.execPath, [CLI, 'plan', '--plan', unsigned.planPath], { encoding: 'utf8' });
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toMatch(/^Images: +baton up would refuse them$/m);
   });
 });
 

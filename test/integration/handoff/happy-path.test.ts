@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { loadTrustedKeys, verifyLog } from '@baton/audit';
+import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, isOwnedBy, loadManifestSet, RECEIPT_NAME, runHandoff } from '@baton/core';
 import {
   clientsFromToken,
@@ -13,6 +13,7 @@ import {
   revokeBootstrapIdentity,
   ruleAtoms,
 } from '@baton/kube';
+import { bedImageKey } from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';
@@ -91,6 +92,22 @@ describe('baton up on a fresh cluster', () => {
     expect(receipt.data?.credentialFingerprint).toBe(winner.credential?.fingerprint);
     const events = await admin.core.listNamespacedEvent({ namespace: 'baton-system' });
     expect(events.items.some((e) => e.reason === 'HandedOff' && e.involvedObject.name === RECEIPT_NAME)).toBe(true);
+  });
+
+  it("verified the controller image's signature in its registry before minting, and the event and its subjects say so", async () => {
+    const statements = [];
+    for await (const e of readEntries(h.env.auditLogPath)) statements.push(e.statement);
+    const [statement] = statements;
+    const image = h.env.controllerImage;
+    const digest = image.split('@')[1]!;
+    expect(statement!.predicate.plan.push.images).toEqual({
+      verification: 'verified',
+      verified: [{ image, digest, signedBy: (await bedImageKey()).verifierKey }],
+    });
+    // The controller image is the statement's first subject, named once.
+    expect(statement!.subject.filter((s) => s.digest.sha256 === digest.slice('sha256:'.length))).toEqual([
+      { name: image.split('@')[0], digest: { sha256: digest.slice('sha256:'.length) } },
+    ]);
   });
 
   it('the bootstrap identity made no request outside the plan, none refused, and none after the revocation', () => {

@@ -1,89 +1,39 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SIGSTORE_BUNDLE_MEDIA_TYPE, SigningKey, signImage, TrustedKeySet } from '@baton/audit';
+import { SIGSTORE_BUNDLE_MEDIA_TYPE, type SigningKey, TrustedKeySet } from '@baton/audit';
 import { type ImageTrustPolicy, RegistryClient, verifyImages } from '@baton/core';
 import { ImageVerifyError } from '@baton/errors';
-import {
-  type Descriptor,
-  filesLayer,
-  imageManifest,
-  MEDIA_TYPE,
-  manifestBlobs,
-  referrerManifest,
-  SIGNATURE_ANNOTATIONS,
-  signLayout,
-  writeLayout,
-} from '@baton/image';
-import { freePorts, type LocalRegistry, startRegistry } from '@baton/testenv';
+import { MEDIA_TYPE, SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
+import { freePorts, type LocalRegistry } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  RELEASE_KEY,
+  type SignedImageRegistry,
+  STRANGER_KEY,
+  startSignedImageRegistry,
+} from '../../support/signed-images.js';
 
 // baton's check of an image's signature before anything is minted, against a real registry (Debian's Distribution
 // 2.8, which has no referrers API: signatures are found through the referrers tag schema, as cosign finds them).
 // The images stand for `ghcr.io/example/app`: the operator reads ghcr.io through a mirror (push.images.mirrors).
 
-const release = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 1));
-const stranger = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 2));
 const policyOf = (key: SigningKey): ImageTrustPolicy => ({
   source: 'profile app: imageTrust',
   keys: new TrustedKeySet({ origin: 'baton.dev/release', keys: [{ key: key.verifierKey }] }),
 });
 
+let images: SignedImageRegistry;
 let registry: LocalRegistry;
 let dir: string;
 let client: RegistryClient;
-const digests: Record<'signed' | 'unsigned' | 'borrowed' | 'stranger', string> = {
-  signed: '',
-  unsigned: '',
-  borrowed: '',
-  stranger: '',
-};
-
-/** A one-layer image layout tagged `tag`; returns its layout dir and image descriptor. */
-function imageLayout(tag: string, content: string): { layout: string; image: Descriptor } {
-  const cacheDir = join(dir, `cache-${tag}`);
-  const blobs = join(cacheDir, 'blobs');
-  const layer = filesLayer({ cacheDir }, tag, [{ type: 'file', path: 'app', mode: 0o644, data: Buffer.from(content) }]);
-  const image = imageManifest(blobs, [layer], { entrypoint: ['/app'], env: [], exposedPorts: [], labels: {} });
-  const layout = join(dir, tag);
-  writeLayout(
-    layout,
-    blobs,
-    [{ ...image, annotations: { 'org.opencontainers.image.ref.name': tag } }],
-    manifestBlobs(blobs, image),
-  );
-  return { layout, image };
-}
+let digests: SignedImageRegistry['digests'];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'baton-sigverify-'));
-  registry = await startRegistry({ dir: join(dir, 'registry') });
+  images = await startSignedImageRegistry(dir, 'example/app');
+  ({ registry, digests } = images);
   client = new RegistryClient({ mirrors: { 'ghcr.io': `http://${registry.host}` } });
-
-  const signed = imageLayout('signed', 'one');
-  await signLayout(signed.layout, 'ghcr.io/example/app', release);
-  digests.signed = await registry.push(signed.layout, 'example/app', 'signed');
-
-  digests.unsigned = await registry.push(imageLayout('unsigned', 'two').layout, 'example/app', 'unsigned');
-
-  const byStranger = imageLayout('stranger', 'three');
-  await signLayout(byStranger.layout, 'ghcr.io/example/app', stranger);
-  digests.stranger = await registry.push(byStranger.layout, 'example/app', 'stranger');
-
-  // A valid signature of the signed image, attached to another image: what copying a signature across would give.
-  const borrowed = imageLayout('borrowed', 'four');
-  const blobs = join(dir, 'cache-borrowed', 'blobs');
-  const bundle = Buffer.from(JSON.stringify(await signImage('ghcr.io/example/app', signed.image.digest, release)));
-  const referrer = referrerManifest(blobs, borrowed.image, bundle, SIGSTORE_BUNDLE_MEDIA_TYPE, {
-    annotations: SIGNATURE_ANNOTATIONS,
-  });
-  writeLayout(
-    borrowed.layout,
-    blobs,
-    [{ ...borrowed.image, annotations: { 'org.opencontainers.image.ref.name': 'borrowed' } }, referrer],
-    [...manifestBlobs(blobs, borrowed.image), ...manifestBlobs(blobs, referrer)],
-  );
-  digests.borrowed = await registry.push(borrowed.layout, 'example/app', 'borrowed');
 }, 120_000);
 
 afterAll(async () => {
@@ -91,8 +41,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const ref = (which: keyof typeof digests) => `ghcr.io/example/app@${digests[which]}`;
-const refusal = async (images: string[], policy = policyOf(release), c = client) => {
+const ref = (which: keyof SignedImageRegistry['digests']) => `ghcr.io/example/app@${digests[which]}`;
+const refusal = async (images: string[], policy = policyOf(RELEASE_KEY), c = client) => {
   const err = await verifyImages(images, policy, c).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ImageVerifyError);
   return (err as Error).message;
@@ -100,8 +50,8 @@ const refusal = async (images: string[], policy = policyOf(release), c = client)
 
 describe('verifying pinned images before the push, from their registry', () => {
   it('accepts an image signed by a trusted key, found through the referrers tag, and says which key and signature', async () => {
-    const [v] = await verifyImages([ref('signed'), ref('signed')], policyOf(release), client);
-    expect(v).toMatchObject({ image: ref('signed'), digest: digests.signed, signedBy: release.verifierKey });
+    const [v] = await verifyImages([ref('signed'), ref('signed')], policyOf(RELEASE_KEY), client);
+    expect(v).toMatchObject({ image: ref('signed'), digest: digests.signed, signedBy: RELEASE_KEY.verifierKey });
     const listed = await client.referrers(
       { text: ref('signed'), registry: 'ghcr.io', repository: 'example/app', digest: digests.signed },
       digests.signed,
@@ -120,7 +70,7 @@ describe('verifying pinned images before the push, from their registry', () => {
   it('refuses an image signed by a key the policy does not trust', async () => {
     expect(await refusal([ref('stranger')])).toMatch(
       new RegExp(
-        `^image ${ref('stranger')}: no signature verifies with the keys of profile app: imageTrust: signature sha256:[0-9a-f]{64}: signed by baton\\.dev/release\\+[0-9a-f]{8}, which the trusted-keys file does not list;`,
+        `^image ${ref('stranger')}: no signature verifies with the keys of profile app: imageTrust: signature sha256:[0-9a-f]{64}: signed by baton\\.dev/release\\+${STRANGER_KEY.keyId.toString('hex')}, which the trusted-keys file does not list;`,
       ),
     );
   });
@@ -140,14 +90,14 @@ describe('verifying pinned images before the push, from their registry', () => {
   it('refuses when the registry cannot be reached, naming where it looked and the fix', async () => {
     const [port] = await freePorts(1);
     const offline = new RegistryClient({ mirrors: { 'ghcr.io': `http://127.0.0.1:${port}` } });
-    expect(await refusal([ref('signed')], policyOf(release), offline)).toBe(
+    expect(await refusal([ref('signed')], policyOf(RELEASE_KEY), offline)).toBe(
       `image ${ref('signed')}: cannot read its signatures: cannot reach http://127.0.0.1:${port}: ECONNREFUSED; check the operator's network access to ghcr.io, or name a mirror that serves it (push.images.mirrors), or pass --insecure-skip-image-verify to push it unverified (recorded in the audit event)`,
     );
   });
 
   it('lists a signature once when an image and its signature are pushed again', async () => {
-    const { layout } = imageLayout('signed', 'one');
-    await signLayout(layout, 'ghcr.io/example/app', release);
+    const { layout } = images.layout('signed', 'one');
+    await signLayout(layout, 'ghcr.io/example/app', RELEASE_KEY);
     await registry.push(layout, 'example/app', 'signed');
     const res = await fetch(`http://${registry.host}/v2/example/app/manifests/${digests.signed.replace(':', '-')}`, {
       headers: { accept: MEDIA_TYPE.index },

@@ -98,6 +98,8 @@ const leftovers = [
 const POLICY = 'baton-bootstrap-<run-id>';
 const REFUSAL =
   'admission webhook "validate.kyverno.svc" denied the request: Deployment baton-system/baton-controller must set resources.limits.memory; add it to the manifest or exempt the namespace';
+const CONTROLLER_IMAGE = `ghcr.io/baton-dev/baton-controller@sha256:${'d'.repeat(64)}`;
+const RELEASE_KEY = 'baton.dev/release+5425b7f2+AX7umy3JCO2HaN8tsqc1w1sKUf6eTkVQdYKXZYeE5CH3';
 const planReport: PlanReport = {
   plan: '/home/platform/clusters/prod-eu-1/handoff.yaml',
   profile: 'baton-controller',
@@ -138,6 +140,19 @@ const planReport: PlanReport = {
         'each planned object pinned to its digest (spec, labels, annotations, owner references); no delete, no subresource, no other object',
     },
   } as PlanReport['preview'],
+  images: {
+    verification: 'verified',
+    policy: 'profile baton-controller (/home/platform/push/rules/profile.yaml): imageTrust',
+    images: [CONTROLLER_IMAGE],
+    verified: [
+      {
+        image: CONTROLLER_IMAGE,
+        digest: CONTROLLER_IMAGE.split('@')[1]!,
+        signature: `sha256:${'e'.repeat(64)}`,
+        signedBy: RELEASE_KEY,
+      },
+    ],
+  },
   cluster: {
     version: 'v1.36.3',
     operator: 'kubernetes-admin',
@@ -216,6 +231,30 @@ describe.each([80, 130])('at %i columns', (width) => {
       /^create,get,patch +apiextensions\.k8s\.io +customresourcedefinitions +gitsyncs\.baton\.dev +\(cluster\)$/m,
     );
     expect(wide).toMatch(/^create,get,patch +apps +deployments +baton-controller +baton-system$/m);
+    expect(out).toMatch(/^Images: +1, each signed by a trusted key$/m);
+    expect(out.replace(/\n +/g, ' ')).toContain(
+      planReport.images.verification === 'verified' ? planReport.images.policy : '?',
+    );
+    expect(out).toMatch(/^IMAGE +SIGNED BY$/m);
+    expect(wide).toContain(`${CONTROLLER_IMAGE}   ${RELEASE_KEY}`);
+    const unsigned = `image ${CONTROLLER_IMAGE}: unsigned: https://ghcr.io lists no signature (Sigstore bundle referrer) of ${CONTROLLER_IMAGE.split('@')[1]}; sign it or pass --insecure-skip-image-verify`;
+    const refused = formatPlanReport(
+      { ...planReport, images: { verification: 'refused', image: CONTROLLER_IMAGE, refused: unsigned } },
+      { width },
+    );
+    expect(longest(refused)).toBeLessThanOrEqual(width);
+    expect(refused).toMatch(/^Images: +baton up would refuse them$/m);
+    // Whole in -o wide (at a width, a word longer than the screen, here the image's reference, is shortened).
+    const refusedWide = formatPlanReport(
+      { ...planReport, images: { verification: 'refused', image: CONTROLLER_IMAGE, refused: unsigned } },
+      { width, wide: true },
+    );
+    expect(refusedWide).toContain(unsigned);
+    const skipped = formatPlanReport(
+      { ...planReport, images: { verification: 'skipped', images: [CONTROLLER_IMAGE], verified: [] } },
+      { width },
+    );
+    expect(skipped).toMatch(/^Images: +1 NOT verified \(--insecure-skip-image-verify\)$/m);
     const notAsked = formatPlanReport({ ...planReport, cluster: undefined } as unknown as PlanReport, { width });
     expect(longest(notAsked)).toBeLessThanOrEqual(width);
     expect(notAsked).toMatch(/^Cluster: +not asked/m);

@@ -1,21 +1,39 @@
 import {
   type ClusterPlanCheck,
+  checkImages,
   checkPlanOnCluster,
   type HandoffPreview,
+  type ImageCheck,
+  type LoadedPlan,
   loadHandoffPlan,
+  loadManifestSet,
   previewHandoff,
+  silentLogger,
 } from '@baton/core';
+import { ImageVerifyError } from '@baton/errors';
 import { type Column, type Field, OUTPUT_FORMATS, renderFields, renderTable, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { operatorClients } from '../up/handoff-deps.js';
+import { operatorClients, SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from '../up/handoff-deps.js';
 
 /** What `baton plan` prints: the push plan, and what the cluster says of it when one is named. */
 export interface PlanReport {
   readonly plan: string;
   readonly profile: string;
   readonly preview: HandoffPreview;
+  /** The images' signatures, checked as `baton up` checks them; `refused`: why `baton up` would refuse them. */
+  readonly images: ImageCheck | { readonly verification: 'refused'; readonly image: string; readonly refused: string };
   readonly cluster?: ClusterPlanCheck;
+}
+
+/** The image check of `baton up`, with its refusal as a value: `baton plan` reports it instead of stopping. */
+async function planImages(loaded: LoadedPlan, skipVerify: boolean): Promise<PlanReport['images']> {
+  try {
+    return await checkImages(loaded.plan, loadManifestSet(loaded.plan), silentLogger(), { skipVerify });
+  } catch (err) {
+    if (!(err instanceof ImageVerifyError)) throw err;
+    return { verification: 'refused', image: String(err.details?.image ?? ''), refused: err.message };
+  }
 }
 
 /**
@@ -31,10 +49,13 @@ export function planCommand() {
     .requiredOption('--plan <file>', 'handoff plan')
     .option('--kubeconfig <file>', 'operator kubeconfig: also ask the cluster (dry run and preflight, nothing written)')
     .option('--context <name>', 'kubeconfig context (implies asking the cluster)')
+    .option(SKIP_IMAGE_VERIFY_FLAG, 'do not verify the images (as baton up would with the same flag)', false)
     .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table' as const))
     .action(async (o) => {
       const loaded = loadHandoffPlan(o.plan);
       const preview = previewHandoff(loaded);
+      if (o.insecureSkipImageVerify) process.stderr.write(SKIP_IMAGE_VERIFY_WARNING);
+      const images = await planImages(loaded, o.insecureSkipImageVerify);
       const c = loaded.plan.cluster;
       const named = o.kubeconfig ?? o.context ?? c.kubeconfig ?? c.kubeconfigContent;
       const cluster = named
@@ -44,12 +65,13 @@ export function planCommand() {
         plan: loaded.file,
         profile: loaded.plan.push.profile,
         preview,
+        images,
         ...(cluster ? { cluster } : {}),
       };
       if (o.output === 'json') process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else if (o.output === 'yaml') process.stdout.write(stringify(report, { version: '1.1' }));
       else process.stdout.write(formatPlanReport(report, { ...screenOf(), wide: o.output === 'wide' }));
-      if (cluster && wouldRefuse(cluster)) process.exitCode = 1;
+      if ((cluster && wouldRefuse(cluster)) || images.verification === 'refused') process.exitCode = 1;
     });
 }
 
@@ -111,6 +133,7 @@ export function formatPlanReport(r: PlanReport, screen: { readonly width: number
       screen,
     )}`,
     `Push credential's rules (${p.rules.length}):\n${renderTable(p.rules, RULE_COLUMNS, screen)}`,
+    formatImages(r.images, screen),
   ];
   const k = r.cluster;
   if (!k)
@@ -141,4 +164,48 @@ export function formatPlanReport(r: PlanReport, screen: { readonly width: number
       `${wouldRefuse(k) ? 'baton up would be refused (see above)' : 'baton up would proceed'}\n`,
     );
   return sections.join('\n');
+}
+
+const IMAGE_COLUMNS: readonly Column<{ image: string; signedBy: string }>[] = [
+  { header: 'IMAGE', value: (x) => x.image, shrink: 'middle' },
+  { header: 'SIGNED BY', value: (x) => x.signedBy, shrink: 'end' },
+];
+
+/** The images section: each image with the key that signed it, or why it is not verified. */
+function formatImages(
+  images: PlanReport['images'],
+  screen: { readonly width: number; readonly wide?: boolean },
+): string {
+  if (images.verification === 'refused')
+    return renderFields(
+      [
+        ['Images', 'baton up would refuse them'],
+        ['Refused', images.refused],
+      ],
+      screen,
+    );
+  if (images.verification !== 'verified')
+    return renderFields(
+      [
+        [
+          'Images',
+          images.verification === 'skipped'
+            ? `${images.images.length} NOT verified (${SKIP_IMAGE_VERIFY_FLAG})`
+            : `${images.images.length} NOT verified: no trust policy (the profile's imageTrust or the plan's push.images.trustedKeys)`,
+        ],
+      ],
+      screen,
+    );
+  const signedBy = new Map(images.verified.map((v) => [v.image, v.signedBy]));
+  return `${renderFields(
+    [
+      ['Images', `${images.images.length}, each signed by a trusted key`],
+      ['Trust policy', images.policy ?? ''],
+    ],
+    screen,
+  )}${renderTable(
+    images.images.map((image) => ({ image, signedBy: signedBy.get(image) ?? '' })),
+    IMAGE_COLUMNS,
+    screen,
+  )}`;
 }

@@ -5,7 +5,7 @@ import { createRunLog, createStepView, planFacts } from '@baton/progress';
 import { OUTPUT_FORMATS, renderFields, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { cliHandoffDeps, operatorClients } from './handoff-deps.js';
+import { cliHandoffDeps, operatorClients, SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from './handoff-deps.js';
 import { summaryFields } from './summary-fields.js';
 
 /** Parses `10m`, `90s`, `1h` or plain seconds into milliseconds. @throws {ConfigError} otherwise. */
@@ -27,6 +27,11 @@ export function upCommand(): Command {
     .option('--context <name>', 'kubeconfig context')
     .option('--timeout <duration>', 'abort the whole run after this long (the credential is still revoked)', '10m')
     .option('--verbose', 'the full log to stderr instead of a file', false)
+    .option(
+      SKIP_IMAGE_VERIFY_FLAG,
+      'push the images without verifying their signatures against the trust policy (loud; the audit event records it)',
+      false,
+    )
     .addOption(new Option('-o, --output <format>', 'summary format').choices(OUTPUT_FORMATS).default('table' as const))
     .addHelpText(
       'after',
@@ -69,6 +74,7 @@ interface UpOptions {
   readonly context?: string;
   readonly timeout: string;
   readonly verbose: boolean;
+  readonly insecureSkipImageVerify: boolean;
   readonly output: (typeof OUTPUT_FORMATS)[number];
 }
 
@@ -84,6 +90,7 @@ async function up(o: UpOptions): Promise<void> {
     onRecord: view.onRecord,
   });
   if (path) process.stderr.write(`full log: ${path}\n`);
+  if (o.insecureSkipImageVerify) process.stderr.write(SKIP_IMAGE_VERIFY_WARNING);
   const operator = operatorClients(loaded, o.kubeconfig, o.context);
   const ac = new AbortController();
   // The listener stays for the whole run: a second Ctrl-C must not kill the process before it has revoked.
@@ -97,7 +104,7 @@ async function up(o: UpOptions): Promise<void> {
   let summary: HandoffSummary | undefined;
   try {
     summary = await runHandoff(loaded, {
-      ...cliHandoffDeps(loaded, operator, log, ac.signal),
+      ...cliHandoffDeps(loaded, operator, log, ac.signal, { skipImageVerify: o.insecureSkipImageVerify }),
       onStep: view.onStep,
     });
     await view.finish(summary);

@@ -31,6 +31,13 @@ export function operatorClients(
   return clientsFromKubeconfigFile(join(env.HOME, '.kube', 'config'), ctx);
 }
 
+/** The flag that pushes images unverified (`baton up` and `baton plan`). */
+export const SKIP_IMAGE_VERIFY_FLAG = '--insecure-skip-image-verify';
+
+/** What baton prints to stderr first when images go unverified: it must not be missed in a pipeline's log. */
+export const SKIP_IMAGE_VERIFY_WARNING =
+  'WARNING: --insecure-skip-image-verify: the images are pushed without verifying their signatures; the audit event records that they were not verified\n';
+
 /**
  * The real collaborators of a CLI handoff. An unpinned `pull.source.ref` is resolved with the plan's pull credential;
  * BATON_GIT_USERNAME and BATON_GIT_PASSWORD, when both are set, override it (a CI token that may list refs).
@@ -40,11 +47,12 @@ export function cliHandoffDeps(
   operator: KubeClients,
   log: Logger,
   signal: AbortSignal,
+  options: { readonly skipImageVerify?: boolean } = {},
 ): HandoffDeps {
   const username = process.env.BATON_GIT_USERNAME;
   const password = process.env.BATON_GIT_PASSWORD;
   return createHandoffDeps(loaded, operator, {
     ...(username && password ? { gitAuth: { username, password } } : {}),
-    overrides: { log, signal },
+    overrides: { log, signal, ...(options.skipImageVerify ? { images: { skipVerify: true } } : {}) },
   });
 }

@@ -271,6 +271,14 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
           image: set?.controllerImage.image ?? '',
           ...(set?.controllerImage.digest ? { imageDigest: set.controllerImage.digest } : {}),
         },
+        ...(run.images
+          ? {
+              images: {
+                verification: run.images.verification,
+                verified: run.images.verified.map(({ image, digest, signedBy }) => ({ image, digest, signedBy })),
+              },
+            }
+          : {}),
       },
       pull: {
         source: { url: plan.pull.source.url, ref: plan.pull.source.ref, revision: rev, path: plan.pull.source.path },

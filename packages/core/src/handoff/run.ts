@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import type { AuditAppendResult } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
 import type { HandoffPlan } from '../handoff-plan.js';
+import type { ImageCheck } from '../images/check-images.js';
 import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
@@ -109,6 +110,8 @@ export class HandoffRun {
    */
   pushSet: ManifestSet | undefined;
   rules: BootstrapRules | undefined;
+  /** How the push set's images were verified (before anything was minted). */
+  images: ImageCheck | undefined;
   // preflight
   operatorName = '';
   lock: HandoffLock | undefined;

@@ -4,6 +4,7 @@ import type { KubeClients, LockHolder, RbacRule } from '@baton/kube';
 import type { Logger } from 'pino';
 import type { AuditAppendResult, AuditSink } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
+import type { CheckImagesOptions } from '../images/check-images.js';
 import type { JournalStore } from '../journal.js';
 
 /** Who runs the handoff. */
@@ -33,6 +34,8 @@ export interface HandoffDeps {
   readonly isLockHolderGone?: (holder: LockHolder) => Promise<boolean>;
   /** Resolves a Git ref to a commit when the plan does not pin one. */
   readonly resolveRevision: (source: { url: string; ref: string }) => Promise<string>;
+  /** How the push set's images are verified before anything is minted. @default with the plan's trust policy */
+  readonly images?: CheckImagesOptions;
   /** SIGINT/SIGTERM from the entry point: aborts the run, which still revokes, proves and records. */
   readonly signal?: AbortSignal;
   /** Called as each step starts (tests use it to interrupt a run at a precise point). */

@@ -1,0 +1,135 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { formatTrustedKeys, SigningKey } from '@baton/audit';
+import { ConfigError, ImageVerifyError } from '@baton/errors';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseHandoffPlan } from '../handoff-plan.js';
+import { loadManifestSet } from '../manifest-set.js';
+import { parseProfile } from '../profile.js';
+import { checkImages } from './check-images.js';
+import { podImages } from './pod-images.js';
+import { RegistryClient } from './registry-client.js';
+
+const fixture = fileURLToPath(new URL('../../../../test/fixtures/handoff/plan.yaml', import.meta.url));
+const written = () => parse(readFileSync(fixture, 'utf8')) as Record<string, Record<string, unknown>>;
+const IMAGE =
+  'ghcr.io/baton-dev/baton-controller@sha256:4f1c2b9a6d0e8f7a3b5c1d2e9f0a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f10';
+const key = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 9));
+const dir = mkdtempSync(join(tmpdir(), 'baton-check-images-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A logger whose lines the test reads. */
+function capture() {
+  const lines: { level: number; msg: string }[] = [];
+  const log = pino({ level: 'info' }, { write: (s: string) => lines.push(JSON.parse(s)) });
+  return { log, lines };
+}
+
+const planWith = (images?: Record<string, unknown>) => {
+  const p = written();
+  return parseHandoffPlan({ ...p, push: { ...p.push, ...(images ? { images } : {}) } }, 'p.yaml', dirname(fixture))
+    .plan;
+};
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as { port: number };
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('checkImages', () => {
+  it('lists what the pods of the set run, init containers and CronJobs included', () => {
+    const pod = (image: string) => ({
+      spec: { containers: [{ image }], initContainers: [{ image: `${image}-init` }] },
+    });
+    expect(
+      podImages([
+        { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'a' }, spec: { template: pod('a') } },
+        {
+          apiVersion: 'batch/v1',
+          kind: 'CronJob',
+          metadata: { name: 'c' },
+          spec: { jobTemplate: { spec: { template: pod('c') } } },
+        },
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { image: 'no' } },
+        { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'd' }, spec: { template: pod('a') } },
+      ]),
+    ).toEqual(['a-init', 'a', 'c-init', 'c']);
+  });
+
+  it('says loudly that nothing was verified when neither the plan nor the profile names keys', async () => {
+    const plan = planWith();
+    const { log, lines } = capture();
+    expect(await checkImages(plan, loadManifestSet(plan), log)).toEqual({
+      verification: 'no-policy',
+      images: [IMAGE],
+      verified: [],
+    });
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [
+        40,
+        'images not verified: profile test-controller declares no imageTrust and the plan names no push.images.trustedKeys',
+      ],
+    ]);
+  });
+
+  it('skips, warning, with --insecure-skip-image-verify, even with a policy, and asks no registry', async () => {
+    const trustedKeys = join(dir, 'keys.yaml');
+    writeFileSync(trustedKeys, formatTrustedKeys({ origin: 'baton.dev/release', keys: [{ key: key.verifierKey }] }));
+    const plan = planWith({ trustedKeys, mirrors: { 'ghcr.io': `http://127.0.0.1:${await closedPort()}` } });
+    const { log, lines } = capture();
+    expect(await checkImages(plan, loadManifestSet(plan), log, { skipVerify: true })).toEqual({
+      verification: 'skipped',
+      images: [IMAGE],
+      verified: [],
+    });
+    expect(lines[0]?.msg).toMatch(/^--insecure-skip-image-verify: the images are pushed unverified/);
+  });
+
+  it("verifies with the plan's trusted keys at the plan's mirror, and refuses what it cannot read", async () => {
+    const trustedKeys = join(dir, 'keys.yaml');
+    writeFileSync(trustedKeys, formatTrustedKeys({ origin: 'baton.dev/release', keys: [{ key: key.verifierKey }] }));
+    const port = await closedPort();
+    const plan = planWith({ trustedKeys, mirrors: { 'ghcr.io': `http://127.0.0.1:${port}` } });
+    expect(plan.push.images.trustedKeys).toBe(trustedKeys);
+    const err = await checkImages(plan, loadManifestSet(plan), capture().log).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageVerifyError);
+    expect((err as ImageVerifyError).details).toEqual({ image: IMAGE });
+    expect((err as Error).message).toContain(`cannot reach http://127.0.0.1:${port}: ECONNREFUSED`);
+    // The client given wins over the plan's mirrors (tests, and callers with their own transport).
+    const other = new RegistryClient({ mirrors: { 'ghcr.io': 'http://127.0.0.1:1' } });
+    const viaOther = await checkImages(plan, loadManifestSet(plan), capture().log, { registry: other }).catch(
+      (e: unknown) => e,
+    );
+    expect((viaOther as Error).message).toContain('cannot reach http://127.0.0.1:1:');
+  });
+
+  it("names the plan's trusted-keys file when it cannot be read", async () => {
+    const plan = planWith({ trustedKeys: join(dir, 'missing.yaml') });
+    await expect(checkImages(plan, loadManifestSet(plan), capture().log)).rejects.toThrow(
+      new ConfigError(
+        `push.images.trustedKeys: cannot read ${join(dir, 'missing.yaml')} (ENOENT); point it at the trusted-keys file of the keys that sign the images`,
+      ),
+    );
+  });
+
+  it('refuses a profile imageTrust key that is not a verifier key, and a mirror that is not http(s)', () => {
+    const profile = {
+      name: 'p',
+      namespace: 'n',
+      revision: { object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, path: 'data.r' },
+    };
+    expect(() => parseProfile({ ...profile, imageTrust: { keys: ['not-a-key'] } }, 'profile.yaml')).toThrow(
+      /^profile\.yaml: invalid profile: A verifier key has the form .* at "imageTrust\.keys\[0\]"$/,
+    );
+    expect(() => planWith({ mirrors: { 'ghcr.io': 'ftp://mirror' } })).toThrow(/push\.images\.mirrors\.ghcr\.io/);
+  });
+});

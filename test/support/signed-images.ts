@@ -1,0 +1,77 @@
+import { join } from 'node:path';
+import { SIGSTORE_BUNDLE_MEDIA_TYPE, SigningKey, signImage } from '@baton/audit';
+import {
+  type Descriptor,
+  filesLayer,
+  imageManifest,
+  manifestBlobs,
+  referrerManifest,
+  SIGNATURE_ANNOTATIONS,
+  signLayout,
+  writeLayout,
+} from '@baton/image';
+import { type LocalRegistry, startRegistry } from '@baton/testenv';
+
+/** The release key of {@link startSignedImageRegistry}'s images, and a key nobody trusts. */
+export const RELEASE_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 1));
+export const STRANGER_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 2));
+
+/** Four one-layer images in `repository` of a real registry on loopback, each pinned by digest. */
+export interface SignedImageRegistry {
+  readonly registry: LocalRegistry;
+  readonly repository: string;
+  /** signed: by RELEASE_KEY; unsigned; stranger: by STRANGER_KEY; borrowed: carries the signed image's signature. */
+  readonly digests: Readonly<Record<'signed' | 'unsigned' | 'stranger' | 'borrowed', string>>;
+  /** Writes a one-layer image layout tagged `tag` (another content, another digest). */
+  layout(tag: string, content: string): { layout: string; image: Descriptor };
+}
+
+/**
+ * Starts Debian's docker-registry (Distribution 2.8, no referrers API: signatures go through the referrers tag) in
+ * `dir` and pushes the four images to `repository`.
+ */
+export async function startSignedImageRegistry(dir: string, repository: string): Promise<SignedImageRegistry> {
+  const registry = await startRegistry({ dir: join(dir, 'registry') });
+  const name = `ghcr.io/${repository}`;
+  const layout = (tag: string, content: string) => {
+    const cacheDir = join(dir, `cache-${tag}`);
+    const blobs = join(cacheDir, 'blobs');
+    const data = Buffer.from(content);
+    const layer = filesLayer({ cacheDir }, tag, [{ type: 'file', path: 'app', mode: 0o644, data }]);
+    const image = imageManifest(blobs, [layer], { entrypoint: ['/app'], env: [], exposedPorts: [], labels: {} });
+    const out = join(dir, tag);
+    const tagged = { ...image, annotations: { 'org.opencontainers.image.ref.name': tag } };
+    writeLayout(out, blobs, [tagged], manifestBlobs(blobs, image));
+    return { layout: out, image };
+  };
+  try {
+    const signed = layout('signed', 'one');
+    await signLayout(signed.layout, name, RELEASE_KEY);
+    const byStranger = layout('stranger', 'three');
+    await signLayout(byStranger.layout, name, STRANGER_KEY);
+    // A valid signature of the signed image, attached to another image: what copying a signature across gives.
+    const borrowed = layout('borrowed', 'four');
+    const blobs = join(dir, 'cache-borrowed', 'blobs');
+    const bundle = Buffer.from(JSON.stringify(await signImage(name, signed.image.digest, RELEASE_KEY)));
+    const referrer = referrerManifest(blobs, borrowed.image, bundle, SIGSTORE_BUNDLE_MEDIA_TYPE, {
+      annotations: SIGNATURE_ANNOTATIONS,
+    });
+    const tagged = { ...borrowed.image, annotations: { 'org.opencontainers.image.ref.name': 'borrowed' } };
+    writeLayout(
+      borrowed.layout,
+      blobs,
+      [tagged, referrer],
+      [...manifestBlobs(blobs, borrowed.image), ...manifestBlobs(blobs, referrer)],
+    );
+    const digests = {
+      signed: await registry.push(signed.layout, repository, 'signed'),
+      unsigned: await registry.push(layout('unsigned', 'two').layout, repository, 'unsigned'),
+      stranger: await registry.push(byStranger.layout, repository, 'stranger'),
+      borrowed: await registry.push(borrowed.layout, repository, 'borrowed'),
+    };
+    return { registry, repository, digests, layout };
+  } catch (err) {
+    await registry.stop();
+    throw err;
+  }
+}
