@@ -44,6 +44,12 @@ push:
   manifests: ${q(o.manifests)}
   # The longest the push credential may live, in seconds (at most 600).
   budgetSeconds: 300
+  # Every image the push runs is verified before anything is minted: pinned by digest and signed (cosign v3) by a key
+  # of the profile's imageTrust, or of this trusted-keys file (docs/images.md). Without keys it is pushed unverified,
+  # with a warning, and the audit event says so.
+  # images:
+  #   trustedKeys: ./keys/image-keys.yaml
+  #   mirrors: { ghcr.io: https://mirror.internal.example }   # where signatures are read instead of https://<host>
 ${pushSecretsBlock(o.pushSecrets ?? [])}pull:
   credential:
     # The read-only Git credential the controller pulls with: a YAML map, e.g.
