@@ -1,7 +1,11 @@
 import { HASH_BYTES } from './merkle-tree.js';
 
-/** The origin used when none is configured. Give each real log its own, e.g. `example.com/baton/audit`. */
-export const DEFAULT_ORIGIN = 'baton.local/audit';
+/**
+ * The origin used when none is configured: a plan's `audit.origin` default, so a key `baton audit keygen` makes
+ * without `--origin` verifies the log a plan without `audit.origin` writes. Give each real log its own, e.g.
+ * `example.com/baton/audit`.
+ */
+export const DEFAULT_ORIGIN = 'baton.dev/handoff';
 
 /** The body of a C2SP tlog-checkpoint: which log, how many entries, and the RFC 6962 root over them. */
 export interface Checkpoint {

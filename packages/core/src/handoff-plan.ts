@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { SignerSpec } from '@baton/audit';
+import { DEFAULT_ORIGIN, type SignerSpec } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
@@ -61,7 +61,7 @@ export const ControllerSchema = z
   .describe('the controller that takes over; @default the profile’s controller block');
 
 /** The audit log's origin when the plan names none (its checkpoints and trusted-keys file carry it). */
-export const DEFAULT_HANDOFF_LOG_ORIGIN = 'baton.dev/handoff';
+export const DEFAULT_HANDOFF_LOG_ORIGIN = DEFAULT_ORIGIN;
 
 /**
  * A handoff plan: the cluster, the push (what is installed, with which credential), the pull (which controller

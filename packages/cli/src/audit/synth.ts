@@ -19,7 +19,7 @@ export function synthCommand() {
     .requiredOption('--count <n>', 'events to append', intArg('--count', 1))
     .requiredOption('--key <file>', 'private signing key (from `baton audit keygen`)')
     .requiredOption('-o, --output <log>', 'audit log to create or append to')
-    .option('--origin <origin>', 'log origin (default: from trusted-keys.yaml next to the key, else baton.local/audit)')
+    .option('--origin <origin>', `log origin (default: from trusted-keys.yaml next to the key, else ${DEFAULT_ORIGIN})`)
     .option('--seed <n>', 'seed: the same seed gives the same events', intArg('--seed'), 1)
     .option('--clusters <n>', 'clusters the handoffs spread over', intArg('--clusters', 1), 24)
     .option('--batch <n>', 'events per append (one checkpoint each)', intArg('--batch', 1), 1000)
