@@ -6,14 +6,16 @@
 //   --no-layer-cache  build every layer again from the (cached, verified) downloads
 //   --pin             write the digests where they are pinned (40-deployment.yaml, packages/fleet/job-image.json)
 //   --sign-key FILE   sign both images with this key (a release-time input; `baton audit keygen` writes one): a cosign
-//                     v3 signature (Sigstore bundle) attached to each image as an OCI referrer in its layout; the
-//                     digests do not change, so what is pinned stays pinned
+//                     v3 signature and a signed SLSA provenance attestation (this commit, the SBOM's packages), each
+//                     a Sigstore bundle attached to the image as an OCI referrer in its layout; the digests do not
+//                     change, so what is pinned stays pinned
 //   --json            print {"baton-controller": {...}, "baton": {...}} (digest, sizeBytes, layers, sbom, signature,
 //                     wallMs)
+import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openSigner, type Signer } from '@baton/audit';
-import { DEFAULT_CACHE_DIR, signLayout } from '@baton/image';
+import { type BuildSource, DEFAULT_CACHE_DIR, imageProvenance, signLayout } from '@baton/image';
 import { buildCliImage, CLI_IMAGE_NAME, pinCliImage } from '../packages/cli/image/build.js';
 import { buildImage, IMAGE_NAME, pinDigest } from '../packages/controller/image/build.js';
 
@@ -40,12 +42,18 @@ async function main(): Promise<void> {
   const signer: Signer | undefined = values['sign-key']
     ? await openSigner({ kind: 'key-file', path: resolve(values['sign-key']) }, '--sign-key')
     : undefined;
-  const sign = async (dir: string, name: string) =>
-    signer ? { signature: (await signLayout(dir, name, signer))[0]?.signature, signedBy: signer.verifierKey } : {};
+  const source = signer ? buildSource() : undefined;
+  // Signed, each image also carries a signed SLSA provenance attestation: this commit, and what its SBOM lists.
+  const sign = async (dir: string, name: string, entry: string) => {
+    if (!signer || !source) return {};
+    const provenance = (_: unknown, sbom: unknown) => imageProvenance(entry, source, sbom);
+    const [signed] = await signLayout(dir, name, signer, { provenance });
+    return { signature: signed?.signature, provenance: signed?.provenance, signedBy: signer.verifierKey };
+  };
   const results: Record<string, { readonly digest: string; readonly wallMs: number }> = {};
   let started = performance.now();
   const controller = await buildImage({ ...common, outDir: join(out, 'baton-controller') });
-  const controllerSignature = await sign(join(out, 'baton-controller'), IMAGE_NAME);
+  const controllerSignature = await sign(join(out, 'baton-controller'), IMAGE_NAME, 'packages/controller/src/main.ts');
   results['baton-controller'] = {
     ...controller,
     ...controllerSignature,
@@ -53,7 +61,7 @@ async function main(): Promise<void> {
   };
   started = performance.now();
   const cli = await buildCliImage({ ...common, outDir: join(out, 'baton') });
-  const cliSignature = await sign(join(out, 'baton'), CLI_IMAGE_NAME);
+  const cliSignature = await sign(join(out, 'baton'), CLI_IMAGE_NAME, 'packages/cli/src/main.ts');
   results.baton = { ...cli, ...cliSignature, wallMs: Math.round(performance.now() - started) };
   await signer?.close?.();
   if (values.pin) {
@@ -67,6 +75,16 @@ async function main(): Promise<void> {
           .map(([name, r]) => `${name} ${r.digest}\n`)
           .join(''),
   );
+}
+
+/** The commit this checkout builds, and whether the work tree holds changes it does not. */
+function buildSource(): BuildSource {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+  return {
+    uri: 'git+https://github.com/baton-dev/baton',
+    commit: git('rev-parse', 'HEAD'),
+    clean: git('status', '--porcelain', '--untracked-files=no') === '',
+  };
 }
 
 main().catch((err) => {

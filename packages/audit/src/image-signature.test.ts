@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
 import {
+  attestImage,
   COSIGN_SIGN_PREDICATE_TYPE,
   imageSignatureStatement,
   signImage,
@@ -77,5 +78,18 @@ describe('an image signature (cosign v3: a DSSE in-toto statement in a Sigstore 
 
   test('refuses a digest that is not sha256 when signing', () => {
     expect(() => imageSignatureStatement(IMAGE, 'sha512:00')).toThrow('not a sha256 digest: sha512:00');
+  });
+
+  test('an attestation (cosign attest): the same subject, its own predicate, and sigstore-js verifies it', async () => {
+    const bundle = await attestImage(IMAGE, DIGEST, 'https://slsa.dev/provenance/v1', { buildDefinition: {} }, release);
+    const statement = JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString());
+    expect(statement).toEqual({
+      _type: 'https://in-toto.io/Statement/v1',
+      subject: [{ name: IMAGE, digest: { sha256: 'ab'.repeat(32) } }],
+      predicateType: 'https://slsa.dev/provenance/v1',
+      predicate: { buildDefinition: {} },
+    });
+    expect(() => sigstoreJsVerify(bundle, release)).not.toThrow();
+    await expect(attestImage(IMAGE, 'latest', 'x', {}, release)).rejects.toThrow('not a sha256 digest: latest');
   });
 });

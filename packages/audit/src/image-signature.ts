@@ -19,13 +19,18 @@ const DIGEST = /^sha256:[0-9a-f]{64}$/;
  * @throws {RangeError} when `digest` is not a sha256 digest.
  */
 export function imageSignatureStatement(name: string, digest: string): Buffer {
+  return imageStatement(name, digest, COSIGN_SIGN_PREDICATE_TYPE, {});
+}
+
+/** An in-toto Statement v1 about image `name@digest`. @throws {RangeError} when `digest` is not sha256. */
+function imageStatement(name: string, digest: string, predicateType: string, predicate: unknown): Buffer {
   if (!DIGEST.test(digest)) throw new RangeError(`not a sha256 digest: ${digest}`);
   return Buffer.from(
     JSON.stringify({
       _type: IN_TOTO_STATEMENT_TYPE,
       subject: [{ name, digest: { sha256: digest.slice('sha256:'.length) } }],
-      predicateType: COSIGN_SIGN_PREDICATE_TYPE,
-      predicate: {},
+      predicateType,
+      predicate,
     }),
   );
 }
@@ -34,8 +39,24 @@ export function imageSignatureStatement(name: string, digest: string): Buffer {
  * Signs image `name@digest` with `signer` (a key file, a PKCS#11 token or a signer command: the same signers the audit
  * log uses) and returns the Sigstore bundle cosign v3 attaches for `cosign sign --key`.
  */
-export async function signImage(name: string, digest: string, signer: Signer): Promise<SigstoreBundle> {
-  return toSigstoreBundle(await signEnvelope(IN_TOTO_PAYLOAD_TYPE, imageSignatureStatement(name, digest), [signer]));
+export function signImage(name: string, digest: string, signer: Signer): Promise<SigstoreBundle> {
+  return attestImage(name, digest, COSIGN_SIGN_PREDICATE_TYPE, {}, signer);
+}
+
+/**
+ * An attestation about image `name@digest` (e.g. SLSA provenance, `https://slsa.dev/provenance/v1`) as the Sigstore
+ * bundle `cosign attest --key` attaches: an in-toto Statement with that subject and predicate, signed by `signer`.
+ * @throws {RangeError} when `digest` is not a sha256 digest.
+ */
+export async function attestImage(
+  name: string,
+  digest: string,
+  predicateType: string,
+  predicate: unknown,
+  signer: Signer,
+): Promise<SigstoreBundle> {
+  const statement = imageStatement(name, digest, predicateType, predicate);
+  return toSigstoreBundle(await signEnvelope(IN_TOTO_PAYLOAD_TYPE, statement, [signer]));
 }
 
 /**

@@ -28,6 +28,7 @@ export {
   HandoffRecordSchema,
 } from './handoff-record.js';
 export {
+  attestImage,
   COSIGN_SIGN_PREDICATE_TYPE,
   imageSignatureStatement,
   signImage,

@@ -24,6 +24,19 @@ export {
   referrerManifest,
   writeLayout,
 } from './oci.js';
+export {
+  type BuildSource,
+  IMAGE_BUILD_TYPE,
+  IMAGE_BUILDER_ID,
+  imageProvenance,
+  SLSA_PROVENANCE_PREDICATE_TYPE,
+} from './provenance.js';
 export { lockedPackages, type SbomPackage, spdxDocument } from './sbom.js';
-export { SIGNATURE_ANNOTATIONS, type SignedImage, signLayout } from './sign-layout.js';
+export {
+  PROVENANCE_ANNOTATIONS,
+  SIGNATURE_ANNOTATIONS,
+  type SignedImage,
+  type SignLayoutOptions,
+  signLayout,
+} from './sign-layout.js';
 export { byteOrder, type TarEntry, treeEntries, writeTar } from './tar.js';

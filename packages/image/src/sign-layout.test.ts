@@ -5,7 +5,8 @@ import { SigningKey, TrustedKeySet, verifyImageSignature } from '@baton/audit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { blobPath, filesLayer } from './layers.js';
 import { type Descriptor, imageManifest, MEDIA_TYPE, manifestBlobs, referrerManifest, writeLayout } from './oci.js';
-import { SIGNATURE_ANNOTATIONS, signLayout } from './sign-layout.js';
+import { imageProvenance } from './provenance.js';
+import { PROVENANCE_ANNOTATIONS, SIGNATURE_ANNOTATIONS, signLayout } from './sign-layout.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -87,5 +88,52 @@ describe('signLayout', () => {
     const sigs = indexOf(dir).manifests.filter((d) => d.artifactType === BUNDLE);
     expect(sigs.map((d) => d.digest)).toEqual([signed!.signature]);
     expect(read(dir, sigs[0]!.digest).subject.digest).toBe(image.digest);
+  });
+
+  it("with provenance, attaches a signed SLSA provenance of the commit and the SBOM's packages beside the signature", async () => {
+    const { dir, image } = layout();
+    const source = { uri: 'git+https://github.com/baton-dev/baton', commit: 'c'.repeat(40), clean: true };
+    const sbom = {
+      packages: [
+        { SPDXID: 'SPDXRef-Image', name: 'app' },
+        {
+          SPDXID: 'SPDXRef-Package-0',
+          checksums: [{ algorithm: 'SHA256', checksumValue: 'ab'.repeat(32) }],
+          externalRefs: [{ referenceType: 'purl', referenceLocator: 'pkg:deb/debian/git@2.39' }],
+        },
+      ],
+    };
+    const seen: unknown[] = [];
+    const [signed] = await signLayout(dir, 'ghcr.io/baton-dev/app', release, {
+      provenance: (img, doc) => {
+        seen.push([img.digest, doc]);
+        return imageProvenance('packages/app/main.ts', source, sbom);
+      },
+    });
+    // The predicate builder gets the image and the layout's own SBOM (here the test's `{}`).
+    expect(seen).toEqual([[image.digest, {}]]);
+    const entry = indexOf(dir).manifests.find((d) => d.digest === signed!.provenance);
+    expect(entry?.annotations).toEqual({ ...PROVENANCE_ANNOTATIONS, 'org.opencontainers.image.ref.name': '0.1.0.att' });
+    const bundle = read(dir, read(dir, signed!.provenance!).layers[0].digest);
+    const statement = JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString());
+    expect(statement).toMatchObject({
+      predicateType: 'https://slsa.dev/provenance/v1',
+      subject: [{ name: 'ghcr.io/baton-dev/app', digest: { sha256: image.digest.slice(7) } }],
+      predicate: {
+        buildDefinition: {
+          buildType: 'https://baton.dev/image-build/v1',
+          externalParameters: { source: { uri: source.uri, digest: { gitCommit: source.commit } } },
+          internalParameters: { worktreeClean: true },
+          resolvedDependencies: [{ uri: 'pkg:deb/debian/git@2.39', digest: { sha256: 'ab'.repeat(32) } }],
+        },
+        runDetails: { builder: { id: 'https://baton.dev/image-build/pnpm-image-build@v1' } },
+      },
+    });
+    // The provenance is no signature: verifying it as one is refused.
+    expect(() => verifyImageSignature(bundle, image.digest, trusted, 'att')).toThrow(/not an image signature/);
+    expect(
+      verifyImageSignature(read(dir, read(dir, signed!.signature).layers[0].digest), image.digest, trusted, 's').key
+        .verifierKey,
+    ).toBe(release.verifierKey);
   });
 });

@@ -1,0 +1,52 @@
+/** The predicate type of SLSA provenance v1. */
+export const SLSA_PROVENANCE_PREDICATE_TYPE = 'https://slsa.dev/provenance/v1';
+/** What `pnpm image:build` does, as SLSA names a build's type; its parameters are below. */
+export const IMAGE_BUILD_TYPE = 'https://baton.dev/image-build/v1';
+/** The builder: baton's image build run from a checkout (`scripts/image-build.ts`), not a hosted build service. */
+export const IMAGE_BUILDER_ID = 'https://baton.dev/image-build/pnpm-image-build@v1';
+
+/** Where an image was built from: the repository and the commit checked out. */
+export interface BuildSource {
+  /** e.g. `git+https://github.com/baton-dev/baton`. */
+  readonly uri: string;
+  /** The commit checked out (40 hex digits). */
+  readonly commit: string;
+  /** False when the checkout had changes the commit does not hold: the image is then not what the commit builds. */
+  readonly clean: boolean;
+}
+
+interface SpdxPackage {
+  readonly SPDXID?: string;
+  readonly checksums?: readonly { readonly algorithm?: string; readonly checksumValue?: string }[];
+  readonly externalRefs?: readonly { readonly referenceType?: string; readonly referenceLocator?: string }[];
+}
+
+/**
+ * The SLSA provenance v1 predicate of an image built by `pnpm image:build`: the source commit as the external
+ * parameter, and as resolved dependencies every package the image's SBOM lists (Debian packages, Node.js, the bundled
+ * npm packages) by purl and checksum. No timestamps: the same build gives the same predicate.
+ * @param sbom the image's SPDX 2.3 document (what the layout carries as a referrer).
+ */
+export function imageProvenance(entry: string, source: BuildSource, sbom: unknown): unknown {
+  const packages = ((sbom as { packages?: SpdxPackage[] }).packages ?? []).filter((p) => p.SPDXID !== 'SPDXRef-Image');
+  return {
+    buildDefinition: {
+      buildType: IMAGE_BUILD_TYPE,
+      externalParameters: {
+        source: { uri: source.uri, digest: { gitCommit: source.commit } },
+        entry,
+      },
+      internalParameters: { worktreeClean: source.clean },
+      resolvedDependencies: packages.map((p) => {
+        const purl = p.externalRefs?.find((r) => r.referenceType === 'purl')?.referenceLocator ?? '';
+        const digest = Object.fromEntries(
+          (p.checksums ?? [])
+            .filter((c) => c.algorithm && c.checksumValue)
+            .map((c) => [c.algorithm!.toLowerCase(), c.checksumValue!]),
+        );
+        return { uri: purl, ...(Object.keys(digest).length > 0 ? { digest } : {}) };
+      }),
+    },
+    runDetails: { builder: { id: IMAGE_BUILDER_ID } },
+  };
+}
