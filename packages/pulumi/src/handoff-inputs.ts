@@ -79,6 +79,14 @@ export interface AuditSpec {
   readonly origin?: string;
 }
 
+/** How the push set's images are verified before anything is minted (a plan's `push.images`; docs/images.md). */
+export interface ImageTrustSpec {
+  /** Trusted-keys file whose keys the images must be signed by, instead of the profile's imageTrust. */
+  readonly trustedKeys?: string;
+  /** Where signatures are read instead of `https://<host>`, by registry host. */
+  readonly mirrors?: Readonly<Record<string, string>>;
+}
+
 /**
  * The resolved inputs of a handoff, as the provider receives them: the plan's fields under the component's names.
  * `kubeconfig`, `pullCredential` and `pushSecrets` are secrets.
@@ -96,7 +104,7 @@ export interface HandoffInputs {
   readonly pullCredential: Readonly<Record<string, string>>;
   /** Push-only Secrets in the controller namespace that never live in Git, by name (e.g. a webhook key). Secret. */
   readonly pushSecrets?: Readonly<Record<string, Readonly<Record<string, string>>>>;
-  readonly push?: { readonly budgetSeconds?: number; readonly fieldManager?: string };
+  readonly push?: { readonly budgetSeconds?: number; readonly fieldManager?: string; readonly images?: ImageTrustSpec };
   readonly takeover?: { readonly timeoutSeconds?: number; readonly requireOwnership?: boolean };
   readonly audit: AuditSpec;
   /** Local step journal. @default '.baton/journal' */

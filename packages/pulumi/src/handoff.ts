@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { type HandoffPreview, previewHandoff } from '@baton/core/plan';
 import * as pulumi from '@pulumi/pulumi';
-import type { AuditSpec, ControllerSpec, HandoffInputs } from './handoff-inputs.js';
+import type { AuditSpec, ControllerSpec, HandoffInputs, ImageTrustSpec } from './handoff-inputs.js';
 import { withLoadedPlan } from './handoff-inputs.js';
 import type { AuditReceipt, CredentialReceipt, HandoffReceipt } from './handoff-receipt.js';
 
@@ -21,8 +21,15 @@ export interface HandoffArgs {
   readonly pullCredential: pulumi.Input<Record<string, pulumi.Input<string>>>;
   /** Push-only Secrets (never in Git) by name, e.g. `{ 'baton-webhook': { secret } }`. Always secrets. @default {} */
   readonly pushSecrets?: pulumi.Input<Record<string, pulumi.Input<Record<string, pulumi.Input<string>>>>>;
-  /** The push window and field manager. @default budgetSeconds 300, fieldManager 'baton-bootstrap' */
-  readonly push?: pulumi.Input<{ readonly budgetSeconds?: number; readonly fieldManager?: string }>;
+  /**
+   * The push window, field manager and how the images are verified (`images`: a trusted-keys file and registry
+   * mirrors; docs/images.md). @default budgetSeconds 300, fieldManager 'baton-bootstrap', the profile's imageTrust
+   */
+  readonly push?: pulumi.Input<{
+    readonly budgetSeconds?: number;
+    readonly fieldManager?: string;
+    readonly images?: ImageTrustSpec;
+  }>;
   /** How long to wait for the takeover. @default timeoutSeconds 300, requireOwnership true */
   readonly takeover?: pulumi.Input<{ readonly timeoutSeconds?: number; readonly requireOwnership?: boolean }>;
   /** The signed audit log (paths relative to the program's directory). */

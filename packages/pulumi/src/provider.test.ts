@@ -67,6 +67,8 @@ describe('checkHandoff', () => {
     expect(checkHandoff({}, bad)).toEqual([{ property: 'controller.source.url', reason: expect.any(String) }]);
     const badBudget = checkHandoff({}, inputs({ push: { budgetSeconds: 900 } }));
     expect(badBudget.map((f) => f.property)).toEqual(['push.budgetSeconds']);
+    const badMirror = checkHandoff({}, inputs({ push: { images: { mirrors: { 'ghcr.io': 'ftp://mirror' } } } }));
+    expect(badMirror.map((f) => f.property)).toEqual(['push.images.mirrors.ghcr.io']);
     const badName = checkHandoff({}, inputs({ clusterName: 'Prod_EU' }));
     expect(badName).toEqual([{ property: 'clusterName', reason: 'must be a lowercase DNS name' }]);
   });
