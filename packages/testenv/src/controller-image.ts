@@ -1,12 +1,23 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
 import { DEFAULT_CACHE_DIR, extendImage, filesLayer, type TarEntry, treeEntries } from '@baton/image';
 import { withFileLock } from './file-lock.js';
-import { signBedImages } from './image-trust.js';
+import { bedImageKey, signBedImages } from './image-trust.js';
 import { cacheRoot } from './paths.js';
 
 const run = promisify(execFile);
@@ -22,21 +33,30 @@ export function pinnedControllerImage(manifest: string): string | undefined {
   return new RegExp(`image: (${CONTROLLER_IMAGE}@sha256:[0-9a-f]{64})`).exec(manifest)?.[1];
 }
 
+/** A build of one of baton's images: its digest, and a layout of it (signed with the bed's key) nothing rewrites. */
+export interface BuiltImage {
+  readonly digest: string;
+  /**
+   * The signed layout, frozen under `~/.cache/baton/image/signed/` by name and digest: `dist/images/` is rewritten by
+   * every process's build (removed, then renamed into place), so a push reading it beside another file's build could
+   * miss a blob or the signature.
+   */
+  readonly layout: string;
+}
+
 /**
  * Builds the controller image from these sources (`pnpm image:build`; warm, only the bundle and its small layer are
  * new), once per process and one build at a time on the machine, signs it with the bed's image key (as a release
- * would with its key), and returns its digest.
+ * would with its key), and returns its digest and frozen layout.
  * @throws ProcessError when the build fails.
  */
-export const buildControllerImage = oncePerProcess(async () => {
-  const digest = await runImageBuild('pnpm image:build', ['packages/controller/image/build.ts']);
-  await signBedImages(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE);
-  return digest;
-});
+export const buildControllerImage = oncePerProcess(() =>
+  buildSigned('pnpm image:build', ['packages/controller/image/build.ts'], CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE),
+);
 
-/** `build` run once per process (again after a failure), its digest shared by every caller. */
-function oncePerProcess(build: () => Promise<string>): () => Promise<string> {
-  let built: Promise<string> | undefined;
+/** `build` run once per process (again after a failure), its result shared by every caller. */
+function oncePerProcess(build: () => Promise<BuiltImage>): () => Promise<BuiltImage> {
+  let built: Promise<BuiltImage> | undefined;
   return () => {
     built ??= build().catch((err) => {
       built = undefined;
@@ -47,25 +67,52 @@ function oncePerProcess(build: () => Promise<string>): () => Promise<string> {
 }
 
 /**
- * Runs one of the image build scripts from these sources, one image build at a time on the machine (they share the
- * layer cache), and returns what it prints (the digest).
+ * Runs one of the image build scripts from these sources, signs the layout it wrote and freezes it, one image build
+ * at a time on the machine (they share the layer cache and `dist/images/`).
  * @throws ProcessError naming `what` with the script's stderr.
  */
-async function runImageBuild(what: string, args: readonly string[]): Promise<string> {
+async function buildSigned(what: string, args: readonly string[], layout: string, name: string): Promise<BuiltImage> {
   return withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
+    let digest: string;
     try {
       const { stdout } = await run(process.execPath, ['--conditions=@baton/source', '--import', 'tsx', ...args], {
         cwd: REPO_ROOT,
         maxBuffer: 1 << 20,
       });
-      return stdout.trim();
+      digest = stdout.trim().split(/\s+/).pop() ?? '';
     } catch (err) {
       throw new ProcessError(
         `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
         { cause: err },
       );
     }
+    await signBedImages(layout, name);
+    return { digest, layout: freezeLayout(layout, digest, (await bedImageKey()).keyId.toString('hex')) };
   });
+}
+
+/**
+ * A copy of `layout` that nothing rewrites, by its name, image digest and signing key (the same key signs the same
+ * digest into the same bytes, so an existing copy is the same): blobs hard-linked (copied across file systems).
+ */
+function freezeLayout(layout: string, digest: string, keyId: string): string {
+  const dir = join(cacheRoot(), 'image', 'signed', `${basename(layout)}-${digest.replace('sha256:', '')}-${keyId}`);
+  if (existsSync(join(dir, 'index.json'))) return dir;
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(join(tmp, 'blobs', 'sha256'), { recursive: true });
+  for (const f of readdirSync(join(layout, 'blobs', 'sha256'))) {
+    const from = join(layout, 'blobs', 'sha256', f);
+    const to = join(tmp, 'blobs', 'sha256', f);
+    try {
+      linkSync(from, to);
+    } catch {
+      copyFileSync(from, to);
+    }
+  }
+  for (const f of ['index.json', 'oci-layout']) copyFileSync(join(layout, f), join(tmp, f));
+  renameSync(tmp, dir);
+  return dir;
 }
 
 /**
@@ -77,7 +124,7 @@ export async function pushControllerImage(
   deploymentPath: string,
   push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
 ): Promise<string> {
-  const digest = await buildControllerImage();
+  const { digest, layout } = await buildControllerImage();
   const pinned = pinnedControllerImage(readFileSync(deploymentPath, 'utf8'))?.split('@')[1];
   if (pinned !== digest)
     throw new ConfigError(
@@ -86,7 +133,7 @@ export async function pushControllerImage(
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/controller/package.json'), 'utf8')) as {
     version: string;
   };
-  return push(CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
+  return push(layout, CONTROLLER_IMAGE.slice('ghcr.io/'.length), version);
 }
 
 /** The baton CLI image's name (what the fleet's Indexed Job shards run). */
@@ -99,15 +146,14 @@ export const CLI_IMAGE_LAYOUT = join(REPO_ROOT, 'dist/images/baton');
  * cached, the bundle new), once per process and one build at a time on the machine, and returns its digest.
  * @throws ProcessError when the build fails.
  */
-export const buildCliImage = oncePerProcess(async () => {
-  const digest = await runImageBuild('building the baton CLI image', [
-    'packages/cli/image/build.ts',
-    '--out',
+export const buildCliImage = oncePerProcess(() =>
+  buildSigned(
+    'building the baton CLI image',
+    ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT],
     CLI_IMAGE_LAYOUT,
-  ]);
-  await signBedImages(CLI_IMAGE_LAYOUT, CLI_IMAGE);
-  return digest;
-});
+    CLI_IMAGE,
+  ),
+);
 
 /**
  * Builds the baton CLI image and pushes it with `push` (a bed's registry, which serves `ghcr.io/…` to its node).
@@ -117,11 +163,11 @@ export const buildCliImage = oncePerProcess(async () => {
 export async function pushCliImage(
   push: (layoutDir: string, repository: string, ref: string) => Promise<string>,
 ): Promise<string> {
-  await buildCliImage();
+  const { layout } = await buildCliImage();
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/cli/package.json'), 'utf8')) as {
     version: string;
   };
-  const digest = await push(CLI_IMAGE_LAYOUT, CLI_IMAGE.slice('ghcr.io/'.length), version);
+  const digest = await push(layout, CLI_IMAGE.slice('ghcr.io/'.length), version);
   return `${CLI_IMAGE}@${digest}`;
 }
 
@@ -148,7 +194,7 @@ export async function pushShardImage(
     throw new ConfigError(
       `${hidden}: the baton image mounts a volume at /tmp, which hides what an image layer puts there; keep the plan's files (push.manifests, fromFile, takeover.profile) outside /tmp`,
     );
-  const digest = await buildCliImage();
+  const { digest, layout } = await buildCliImage();
   if (pinned !== `${CLI_IMAGE}@${digest}`)
     throw new ConfigError(
       `the fleet's Job engine pins ${pinned}, but these sources build ${CLI_IMAGE}@${digest}; run \`pnpm image:build --pin\` and commit packages/fleet/job-image.json`,
@@ -163,7 +209,7 @@ export async function pushShardImage(
   const layer = filesLayer({ cacheDir: DEFAULT_CACHE_DIR }, `plan files: ${paths.join(' ')}`, entries);
   const out = mkdtempSync(join(tmpdir(), 'baton-shard-image-'));
   try {
-    extendImage(CLI_IMAGE_LAYOUT, join(DEFAULT_CACHE_DIR, 'blobs'), layer, { dir: join(out, 'layout'), tag: 'fleet' });
+    extendImage(layout, join(DEFAULT_CACHE_DIR, 'blobs'), layer, { dir: join(out, 'layout'), tag: 'fleet' });
     return `${SHARD_IMAGE}@${await push(join(out, 'layout'), SHARD_IMAGE.slice('ghcr.io/'.length), 'fleet')}`;
   } finally {
     rmSync(out, { recursive: true, force: true });
