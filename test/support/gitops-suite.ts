@@ -14,6 +14,7 @@ import {
   readObject,
 } from '@baton/kube';
 import type { ControllerSide, HandoffBed } from '@baton/testenv';
+import { bedImageKey } from '@baton/testenv';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -350,6 +351,11 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
       );
       const [ref, digest] = pinned.split('@') as [string, string];
       expect([e.plan.push.controller.image, e.plan.push.controller.imageDigest]).toEqual([ref, digest]);
+      // Every image the push ran was verified in the bed's registry, signed by the bed's image key, before the mint.
+      expect(e.plan.push.images?.verification).toBe('verified');
+      expect(e.plan.push.images?.verified.map((v) => v.image).sort()).toEqual(Object.values(bed.side.images).sort());
+      const imageKey = (await bedImageKey()).verifierKey;
+      expect(e.plan.push.images?.verified.every((v) => v.signedBy === imageKey)).toBe(true);
       const pods = await admin.core.listNamespacedPod({
         namespace: row.image.pods.namespace,
         labelSelector: row.image.pods.labelSelector,

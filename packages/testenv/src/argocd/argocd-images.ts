@@ -13,6 +13,7 @@ import {
 } from '@baton/image';
 import type { RealNodeInfo } from '../cluster.js';
 import { withFileLock } from '../file-lock.js';
+import { signBedImages } from '../image-trust.js';
 import { cacheRoot } from '../paths.js';
 import { ARGOCD_VERSION, type ArgoCd } from './argocd-build.js';
 
@@ -140,6 +141,8 @@ export async function pushArgoCdImages(
   const pins: Record<string, string> = {};
   for (const image of await buildArgoCdImages(argocd)) {
     const repository = image.name.slice(image.name.indexOf('/') + 1);
+    // Signed as a release signs its images: the bed's plans trust the bed's key, so baton up verifies them.
+    await signBedImages(image.layout, image.name);
     const digest = await realNode.pushImage(image.layout, repository, image.tag);
     pins[image.name] = `${image.name}:${image.tag}@${digest}`;
   }

@@ -15,6 +15,8 @@ import {
   startSide,
   writeAuditKeyFiles,
 } from '../handoff-bed.js';
+import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
+import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
 import { pushArgoCdImages } from './argocd-images.js';
@@ -88,10 +90,13 @@ export async function startArgoCdSide(o: StartArgoCdSideOptions): Promise<ArgoCd
     secretFile('argocd-secret', { 'server.secretkey': serverKey });
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
+    // baton up verifies the images' signatures in the bed's registry, with the key the bed signs images with.
+    const imageTrust = await writeBedImageTrust(dir, realNode.registryHost, MIRRORED_REGISTRIES);
     writeFileSync(
       planPath,
       stringify(
         argoCdPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, {
+          imageTrust,
           timeoutSeconds: o.takeoverTimeoutSeconds ?? 180,
           privilege: o.privilege ?? 'scoped',
         }),
@@ -200,7 +205,11 @@ function argoCdPlan(
   kubeconfigPath: string,
   url: string,
   revision: string,
-  o: { readonly timeoutSeconds: number; readonly privilege: 'scoped' | 'cluster-admin' },
+  o: {
+    readonly timeoutSeconds: number;
+    readonly privilege: 'scoped' | 'cluster-admin';
+    readonly imageTrust: BedImageTrust;
+  },
 ): Record<string, unknown> {
   return {
     apiVersion: 'baton.dev/v1alpha1',
@@ -212,6 +221,7 @@ function argoCdPlan(
       manifests: './push',
       budgetSeconds: 300,
       secrets: ARGOCD_PUSH_SECRETS.map((name) => ({ name, fromFile: `./${name}.yaml` })),
+      images: { trustedKeys: './image-keys.yaml', mirrors: o.imageTrust.mirrors },
     },
     pull: {
       credential: {

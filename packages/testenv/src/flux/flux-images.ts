@@ -1,4 +1,5 @@
 import type { RealNodeInfo } from '../cluster.js';
+import { signBedImages } from '../image-trust.js';
 import { binaryImageLayout } from '../node/binary-image.js';
 import type { FluxControllers } from './flux-controllers.js';
 
@@ -40,6 +41,8 @@ export async function pushFluxImages(
       env: ['HOME=/tmp'],
       createdBy: `baton testenv: ${i.name} ${i.tag} built from its Go module`,
     });
+    // Signed as a release signs its images: the bed's plans trust the bed's key, so baton up verifies them.
+    await signBedImages(layout, i.name);
     const digest = await realNode.pushImage(layout, i.name.slice('ghcr.io/'.length), i.tag);
     pins[i.name] = `${i.name}:${i.tag}@${digest}`;
   }

@@ -16,6 +16,8 @@ import {
   writeAuditKeyFiles,
   writePullCredential,
 } from '../handoff-bed.js';
+import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
+import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
 import { pushFluxImages } from './flux-images.js';
@@ -88,10 +90,13 @@ export async function startFluxSide(o: StartFluxSideOptions): Promise<FluxSide> 
     });
     const keys = await writeAuditKeyFiles(dir, o.writeAuditKeys);
     const planPath = join(dir, 'plan.yaml');
+    // baton up verifies the images' signatures in the bed's registry, with the key the bed signs images with.
+    const imageTrust = await writeBedImageTrust(dir, realNode.registryHost, MIRRORED_REGISTRIES);
     writeFileSync(
       planPath,
       stringify(
         fluxPlan(o.clusterName ?? 'e2e', o.kubeconfigPath, url, revision, {
+          imageTrust,
           timeoutSeconds: o.takeoverTimeoutSeconds ?? 150,
           privilege: o.privilege ?? 'scoped',
         }),
@@ -127,13 +132,23 @@ function fluxPlan(
   kubeconfigPath: string,
   url: string,
   revision: string,
-  o: { readonly timeoutSeconds: number; readonly privilege: 'scoped' | 'cluster-admin' },
+  o: {
+    readonly timeoutSeconds: number;
+    readonly privilege: 'scoped' | 'cluster-admin';
+    readonly imageTrust: BedImageTrust;
+  },
 ): Record<string, unknown> {
   return {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',
     cluster: { name: clusterName, kubeconfig: kubeconfigPath },
-    push: { credential: 'bootstrap-token', profile: 'flux', manifests: './push', budgetSeconds: 300 },
+    push: {
+      credential: 'bootstrap-token',
+      profile: 'flux',
+      manifests: './push',
+      budgetSeconds: 300,
+      images: { trustedKeys: './image-keys.yaml', mirrors: o.imageTrust.mirrors },
+    },
     pull: {
       credential: { fromFile: './pull.yaml' },
       source: { url, ref: 'main', path: GIT_PATH, revision },
