@@ -302,10 +302,30 @@ describe('images the trust policy does not vouch for', () => {
     return env({ push: { images: { trustedKeys, mirrors: { 'ghcr.io': registry } } } }, dir);
   }
 
-  async function expectNothingCreated(e: HandoffEnv): Promise<void> {
+  /** What a run could create: namespaces, and the bootstrap identities, lock and receipt in baton-system. */
+  async function clusterObjects(): Promise<string[]> {
     const admin = adminClients(cluster.kubeconfigPath);
-    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'baton-system' }))).toBe(404);
-    expect(await statusOfCall(() => admin.core.readNamespace({ name: 'gitops-system' }))).toBe(404);
+    const ns = (await admin.core.listNamespace()).items.map((n) => `Namespace/${n.metadata?.name}`);
+    const inBaton = async (list: () => Promise<{ items: { metadata?: { name?: string } }[] }>, kind: string) =>
+      (await list().catch(() => ({ items: [] }))).items.map((o) => `${kind}/${o.metadata?.name}`);
+    return [
+      ...ns,
+      ...(await inBaton(
+        () => admin.core.listNamespacedServiceAccount({ namespace: 'baton-system' }),
+        'ServiceAccount',
+      )),
+      ...(await inBaton(() => admin.core.listNamespacedSecret({ namespace: 'baton-system' }), 'Secret')),
+      ...(await inBaton(() => admin.core.listNamespacedConfigMap({ namespace: 'baton-system' }), 'ConfigMap')),
+      ...(await inBaton(() => admin.coordination.listNamespacedLease({ namespace: 'baton-system' }), 'Lease')),
+    ].sort();
+  }
+
+  /** Runs `refused` and checks that the cluster holds what it held before, and the audit log stays empty. */
+  async function expectNothingCreated(e: HandoffEnv, refused: () => Promise<void>): Promise<void> {
+    const before = await clusterObjects();
+    await refused();
+    expect(await clusterObjects()).toEqual(before);
+    expect(await confinementsLeft(adminClients(cluster.kubeconfigPath))).toEqual([]);
     // Nothing to record either: the refusal came before the audit log was opened.
     expect(existsSync(e.auditLogPath) ? readFileSync(e.auditLogPath, 'utf8') : '').toBe('');
   }
@@ -318,24 +338,26 @@ describe('images the trust policy does not vouch for', () => {
     const image = `${IMAGE}@${images.digests[which]}`;
     const e = await imageEnv(image);
     const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
-    const err = await runHandoff(e.loaded, deps).catch((x: unknown) => x);
-    expect(err).toBeInstanceOf(ImageVerifyError);
-    expect((err as Error).message).toMatch(new RegExp(`^image ${image.replace(/[.]/g, '\\.')}: `));
-    expect((err as Error).message).toMatch(why);
-    await expectNothingCreated(e);
+    await expectNothingCreated(e, async () => {
+      const err = await runHandoff(e.loaded, deps).catch((x: unknown) => x);
+      expect(err).toBeInstanceOf(ImageVerifyError);
+      expect((err as Error).message).toMatch(new RegExp(`^image ${image.replace(/[.]/g, '\\.')}: `));
+      expect((err as Error).message).toMatch(why);
+    });
   });
 
   it('refuses when the registry cannot be reached, and baton up exits 1 with the reason (-o json: image-verify)', async () => {
     const [port] = await freePorts(1);
     const image = `${IMAGE}@${images.digests.signed}`;
     const e = await imageEnv(image, `http://127.0.0.1:${port}`);
-    const cli = spawnSync(process.execPath, [CLI, 'up', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
-    expect(cli.status).toBe(1);
-    expect(JSON.parse(cli.stdout)).toMatchObject({ outcome: 'refused', errorCode: 'image-verify' });
-    expect(cli.stderr).toContain(
-      `baton: image ${image}: cannot read its signatures: cannot reach http://127.0.0.1:${port}: ECONNREFUSED`,
-    );
-    await expectNothingCreated(e);
+    await expectNothingCreated(e, async () => {
+      const cli = spawnSync(process.execPath, [CLI, 'up', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
+      expect(cli.status).toBe(1);
+      expect(JSON.parse(cli.stdout)).toMatchObject({ outcome: 'refused', errorCode: 'image-verify' });
+      expect(cli.stderr).toContain(
+        `baton: image ${image}: cannot read its signatures: cannot reach http://127.0.0.1:${port}: ECONNREFUSED`,
+      );
+    });
   });
 
   it('baton plan shows the verified image and its key; with the skip flag, loudly, that nothing was verified', async () => {
