@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatTrustedKeys, SigningKey } from '@baton/audit';
 import type { HandoffSummary } from '@baton/core';
+import { deleteNamespacesAndWait } from '@baton/testbed';
 import { apiserverRequestsBy } from '@baton/testenv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -133,7 +134,7 @@ describe('an audit key behind a signer command (a KMS or HSM)', () => {
     expect(out).not.toMatch(JWT_PATTERN);
   });
 
-  it('a key in a PKCS#11 token (SoftHSM): a wrong PIN refuses the run; the right one is checked by a probe signed in the token', async () => {
+  it('a key in a PKCS#11 token (SoftHSM): a wrong PIN refuses the run; the right one signs a probe, then a whole handoff', async () => {
     const tokens = join(h.env.dir, 'softhsm');
     mkdirSync(tokens);
     const conf = join(h.env.dir, 'softhsm2.conf');
@@ -185,6 +186,25 @@ describe('an audit key behind a signer command (a KMS or HSM)', () => {
       expect(good.stderr).toMatch(/"signerKind":"pkcs11".*audit signer checked/);
       expect(good.stderr).toContain(tokenKey);
       expect(good.stdout + good.stderr + bad.stdout + bad.stderr).not.toMatch(/73915046|11112222/);
+
+      // A whole handoff recorded through the token, on the cluster made new (baton-system and the receipt go): the
+      // probe, the event and the checkpoints are all signed inside it.
+      await deleteNamespacesAndWait(h.cluster.kubeconfigPath, ['baton-system']);
+      const full = await up(planFor(join(h.env.dir, 'pin')));
+      const s = JSON.parse(full.stdout) as HandoffSummary;
+      expect(s.outcome).toBe('handed-off');
+      const hsmLog = join(h.env.dir, 'audit', 'hsm.log');
+      const hsmKeys = join(h.env.dir, 'hsm', 'trusted-keys.yaml');
+      expect((await runBaton(['audit', 'verify', hsmLog, '--keys', hsmKeys])).stdout).toMatch(/verified/);
+      expect((await runBaton(['audit', 'verify', s.audit!.bundlePath!, '--keys', hsmKeys])).stdout).toMatch(
+        /verified .*signed by baton\.dev\/handoff\+/,
+      );
+      const bundle = JSON.parse(readFileSync(s.audit!.bundlePath!, 'utf8'));
+      const statement = JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString());
+      expect(statement.predicate.signer).toEqual({ kind: 'pkcs11', verifierKey: tokenKey });
+      // The bed's key file signed none of it.
+      await expect(runBaton(['audit', 'verify', hsmLog, '--keys', h.env.keysPath])).rejects.toMatchObject({ code: 1 });
+      expect(full.stdout + full.stderr + readFileSync(hsmLog, 'utf8')).not.toMatch(/73915046/);
     } finally {
       delete process.env.SOFTHSM2_CONF;
     }
