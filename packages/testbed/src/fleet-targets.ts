@@ -62,14 +62,20 @@ export async function stopRealFleetTargets(targets: readonly RealFleetTarget[]):
 
 /**
  * What differs between one target's plan and another's: where its controller pulls from (its bed's Git server, its
- * commit, its pull credential) and its push-only Secret files, as the plan loader resolved them (absolute paths: a
+ * commit, its pull credential), its push-only Secret files and where its images' signatures are read (its bed's
+ * registry, the bed's trusted-keys file), as the plan loader resolved them (absolute paths: a
  * fleet file's relative paths would resolve against the template's folder). Audit and journal stay the template's:
  * a fleet has one log.
  */
 export function targetOverrides(side: BatonControllerEnv): Record<string, unknown> {
   const { push, pull } = side.loaded.plan;
   return {
-    push: { manifests: push.manifests, secrets: push.secrets.map((s) => ({ name: s.name, fromFile: s.fromFile })) },
+    push: {
+      manifests: push.manifests,
+      secrets: push.secrets.map((s) => ({ name: s.name, fromFile: s.fromFile })),
+      // Its images are verified in its own bed's registry, with the bed's key file.
+      images: push.images,
+    },
     pull: { credential: { fromFile: pull.credential.fromFile }, source: pull.source },
   };
 }

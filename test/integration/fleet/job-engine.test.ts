@@ -75,6 +75,7 @@ function planFiles(plan: HandoffPlan): string[] {
     ...plan.push.secrets.map((s) => s.fromFile),
     ...(plan.pull.credential.fromFile ? [plan.pull.credential.fromFile] : []),
     ...(plan.takeover.profile ? [plan.takeover.profile] : []),
+    ...(plan.push.images.trustedKeys ? [plan.push.images.trustedKeys] : []),
   ];
 }
 
