@@ -10,7 +10,7 @@ import {
   writableView,
 } from '@baton/kube/plan';
 import type { LoadedPlan } from './handoff-plan.js';
-import { loadManifestSet } from './manifest-set.js';
+import { loadManifestSet, type ManifestSet } from './manifest-set.js';
 
 /** What a handoff of a plan would do, computed without a cluster (for `pulumi preview` and `baton up --dry-run`). */
 export interface HandoffPreview {
@@ -40,12 +40,11 @@ const RUN_PLACEHOLDER = 'run-id';
 
 /**
  * The push plan of a handoff: objects, plan digest, the credential's rules and its confinement, computed from the plan
- * and its manifest set alone. Nothing touches a cluster.
+ * and its manifest set alone (`set`: the plan's, already loaded). Nothing touches a cluster.
  * @throws {ConfigError} when the plan's manifest set is refused (as `baton up` would refuse it).
  */
-export function previewHandoff(loaded: LoadedPlan): HandoffPreview {
+export function previewHandoff(loaded: LoadedPlan, set: ManifestSet = loadManifestSet(loaded.plan)): HandoffPreview {
   const { plan } = loaded;
-  const set = loadManifestSet(plan);
   const objects = set.objects.map((m) => m.object);
   const rules = computeBootstrapRules(objects);
   const kinds = { ...kindsFromCrds(objects), ...INSTALL_KINDS };

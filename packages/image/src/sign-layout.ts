@@ -11,11 +11,13 @@ import { blobPath, putBlob } from './layers.js';
 import { type Descriptor, MEDIA_TYPE, referrerManifest } from './oci.js';
 import { SLSA_PROVENANCE_PREDICATE_TYPE } from './provenance.js';
 
-/** The annotations cosign puts on a signature's referrer manifest (cosign's BUNDLE_SPEC), creation time left out. */
-export const SIGNATURE_ANNOTATIONS = {
-  'dev.sigstore.bundle.content': 'dsse-envelope',
-  'dev.sigstore.bundle.predicateType': COSIGN_SIGN_PREDICATE_TYPE,
-} as const;
+/** The annotations cosign puts on a bundle's referrer manifest (cosign's BUNDLE_SPEC), creation time left out. */
+function bundleAnnotations(predicateType: string): Readonly<Record<string, string>> {
+  return { 'dev.sigstore.bundle.content': 'dsse-envelope', 'dev.sigstore.bundle.predicateType': predicateType };
+}
+
+/** A signature's referrer annotations. */
+export const SIGNATURE_ANNOTATIONS = bundleAnnotations(COSIGN_SIGN_PREDICATE_TYPE);
 
 /** An image of a layout and the signature {@link signLayout} attached to it. */
 export interface SignedImage {
@@ -64,7 +66,7 @@ export async function signLayout(
   const signed: SignedImage[] = [];
   for (const image of images) {
     const tag = image.annotations?.['org.opencontainers.image.ref.name'];
-    const attach = (bundle: unknown, annotations: Record<string, string>, suffix: string) => {
+    const attach = (bundle: unknown, annotations: Readonly<Record<string, string>>, suffix: string) => {
       const file = Buffer.from(JSON.stringify(bundle));
       const referrer = referrerManifest(blobs, image, file, SIGSTORE_BUNDLE_MEDIA_TYPE, {
         annotations,
@@ -94,11 +96,8 @@ export async function signLayout(
   return signed;
 }
 
-/** The annotations of a provenance attestation's referrer manifest. */
-export const PROVENANCE_ANNOTATIONS = {
-  'dev.sigstore.bundle.content': 'dsse-envelope',
-  'dev.sigstore.bundle.predicateType': SLSA_PROVENANCE_PREDICATE_TYPE,
-} as const;
+/** A provenance attestation's referrer annotations. */
+export const PROVENANCE_ANNOTATIONS = bundleAnnotations(SLSA_PROVENANCE_PREDICATE_TYPE);
 
 function isBundle(d: Descriptor): boolean {
   return d.artifactType === SIGSTORE_BUNDLE_MEDIA_TYPE;

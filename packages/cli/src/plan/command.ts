@@ -7,6 +7,7 @@ import {
   type LoadedPlan,
   loadHandoffPlan,
   loadManifestSet,
+  type ManifestSet,
   previewHandoff,
   silentLogger,
 } from '@baton/core';
@@ -27,9 +28,9 @@ export interface PlanReport {
 }
 
 /** The image check of `baton up`, with its refusal as a value: `baton plan` reports it instead of stopping. */
-async function planImages(loaded: LoadedPlan, skipVerify: boolean): Promise<PlanReport['images']> {
+async function planImages(loaded: LoadedPlan, set: ManifestSet, skipVerify: boolean): Promise<PlanReport['images']> {
   try {
-    return await checkImages(loaded.plan, loadManifestSet(loaded.plan), silentLogger(), { skipVerify });
+    return await checkImages(loaded.plan, set, silentLogger(), { skipVerify });
   } catch (err) {
     if (!(err instanceof ImageVerifyError)) throw err;
     return { verification: 'refused', image: String(err.details?.image ?? ''), refused: err.message };
@@ -53,9 +54,11 @@ export function planCommand() {
     .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table' as const))
     .action(async (o) => {
       const loaded = loadHandoffPlan(o.plan);
-      const preview = previewHandoff(loaded);
+      // Read and validated once: the preview and the image check work on the same set.
+      const set = loadManifestSet(loaded.plan);
+      const preview = previewHandoff(loaded, set);
       if (o.insecureSkipImageVerify) process.stderr.write(SKIP_IMAGE_VERIFY_WARNING);
-      const images = await planImages(loaded, o.insecureSkipImageVerify);
+      const images = await planImages(loaded, set, o.insecureSkipImageVerify);
       const c = loaded.plan.cluster;
       const named = o.kubeconfig ?? o.context ?? c.kubeconfig ?? c.kubeconfigContent;
       const cluster = named

@@ -64,11 +64,11 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
         failures.push(`${d.digest}: no bundle layer`);
         continue;
       }
+      const bytes = await client.blob(ref, layer.digest);
       let bundle: unknown;
       try {
-        bundle = JSON.parse((await client.blob(ref, layer.digest)).toString('utf8'));
-      } catch (err) {
-        if (err instanceof RegistryError) throw err;
+        bundle = JSON.parse(bytes.toString('utf8'));
+      } catch {
         failures.push(`${d.digest}: the bundle is not JSON`);
         continue;
       }
