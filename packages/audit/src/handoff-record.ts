@@ -79,7 +79,11 @@ export const PlanSchema = z.strictObject({
             z.strictObject({
               image: z.string().min(1).max(512),
               digest: Sha256Digest,
-              signedBy: z.string().min(1).max(512).describe('verifier key whose signature verified'),
+              signedBy: z
+                .string()
+                .min(1)
+                .max(512)
+                .describe('verifier key whose signature verified, or the keyless identity (<subject> from <issuer>)'),
             }),
           )
           .max(32),

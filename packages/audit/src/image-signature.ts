@@ -1,5 +1,6 @@
 import { ConfigError } from '@baton/errors';
 import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
+import { type KeylessSignature, type KeylessTrust, verifyKeylessBundle } from './keyless.js';
 import type { Signer } from './signing-key.js';
 import { type SigstoreBundle, toSigstoreBundle, type VerifiedBundle, verifySigstoreBundle } from './sigstore-bundle.js';
 import { IN_TOTO_STATEMENT_TYPE } from './statement.js';
@@ -72,7 +73,37 @@ export function verifyImageSignature(
   where: string,
 ): VerifiedBundle {
   const verified = verifySigstoreBundle(bundle, keys, where);
-  const { statement } = verified;
+  checkImageStatement(verified.statement, digest, where);
+  return verified;
+}
+
+/**
+ * Verifies that `bundle` is a keyless signature of the image manifest `digest` by an identity of `trust`: the
+ * certificate, its SCT and log entry against the trusted root, the DSSE signature, the identity, then the statement
+ * as {@link verifyImageSignature} checks it.
+ * @throws {ConfigError} naming `where` and what failed.
+ */
+export async function verifyKeylessImageSignature(
+  bundle: unknown,
+  digest: string,
+  trust: KeylessTrust,
+  where: string,
+): Promise<KeylessSignature> {
+  const verified = await verifyKeylessBundle(bundle, trust, where);
+  let statement: VerifiedBundle['statement'] & { _type?: string };
+  try {
+    statement = JSON.parse(verified.payload.toString('utf8'));
+  } catch {
+    throw new ConfigError(`${where}: the payload is not JSON`);
+  }
+  if (statement?._type !== IN_TOTO_STATEMENT_TYPE || !Array.isArray(statement.subject))
+    throw new ConfigError(`${where}: the payload is not an in-toto Statement v1`);
+  checkImageStatement(statement, digest, where);
+  return verified;
+}
+
+/** An image signature's statement: the cosign sign predicate, and a subject whose sha256 is `digest`. */
+function checkImageStatement(statement: VerifiedBundle['statement'], digest: string, where: string): void {
   if (statement.predicateType !== COSIGN_SIGN_PREDICATE_TYPE)
     throw new ConfigError(
       `${where}: a ${statement.predicateType} statement, not an image signature (${COSIGN_SIGN_PREDICATE_TYPE})`,
@@ -83,5 +114,4 @@ export function verifyImageSignature(
     const signed = subjects.map((s) => (s?.digest?.sha256 ? `sha256:${s.digest.sha256}` : '?')).join(', ');
     throw new ConfigError(`${where}: signs ${signed || 'no digest'}, not ${digest}: a signature of another image`);
   }
-  return verified;
 }

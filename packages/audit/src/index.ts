@@ -33,8 +33,11 @@ export {
   imageSignatureStatement,
   signImage,
   verifyImageSignature,
+  verifyKeylessImageSignature,
 } from './image-signature.js';
 export { readSigningKeyFile, writeSigningKeyFile, writeSigningKeyPair } from './key-files.js';
+export type { KeylessIdentity, KeylessSignature, KeylessTrust } from './keyless.js';
+export { describeIdentity, isKeylessBundle, keylessTrust, verifyKeylessBundle } from './keyless.js';
 export type { LineBlock, ReadLineBlocksOptions } from './line-blocks.js';
 export { forEachLine, readLineBlocks } from './line-blocks.js';
 export {
