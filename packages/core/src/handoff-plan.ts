@@ -5,6 +5,7 @@ import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
+import { KeylessPolicySchema } from './images/keyless-policy.js';
 import { fillSource, findProfile, type LoadedProfile, loadProfile } from './profile.js';
 
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a lowercase DNS name');
@@ -123,6 +124,9 @@ export const HandoffPlanSchema = z
             .describe(
               "trusted-keys file (relative to the plan; `baton audit keygen` writes one) whose keys the push set's images must be signed by, instead of the profile's imageTrust",
             ),
+          keyless: KeylessPolicySchema.optional().describe(
+            "keyless signatures the push set's images may carry instead (trustedRoot relative to the plan); with trustedKeys, either verifies; either replaces the profile's imageTrust",
+          ),
           mirrors: z
             .record(z.string().min(1), z.url({ protocol: /^https?$/ }))
             .default({})
@@ -312,6 +316,9 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
         images: {
           ...p.push.images,
           ...(p.push.images.trustedKeys ? { trustedKeys: abs(p.push.images.trustedKeys) } : {}),
+          ...(p.push.images.keyless
+            ? { keyless: { ...p.push.images.keyless, trustedRoot: abs(p.push.images.keyless.trustedRoot) } }
+            : {}),
         },
       },
       pull: {

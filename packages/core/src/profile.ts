@@ -9,6 +9,7 @@ import { ConfigError } from '@baton/errors';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
+import { KeylessPolicySchema } from './images/keyless-policy.js';
 
 const ObjectRefSchema = z.strictObject({
   apiVersion: z.string().min(1),
@@ -167,11 +168,16 @@ export const ProfileSchema = z
             }),
           )
           .min(1)
+          .optional()
           .describe('verifier keys (name+hash+base64, as `baton audit keygen` prints them) an image may be signed by'),
+        keyless: KeylessPolicySchema.optional(),
+      })
+      .refine((t) => t.keys !== undefined || t.keyless !== undefined, {
+        message: 'declare keys, keyless, or both: an empty imageTrust trusts nothing',
       })
       .optional()
       .describe(
-        'the keys the images of this profile’s push set must be signed by (cosign v3 signatures, checked in their registry before anything is minted); a plan’s push.images.trustedKeys replaces them',
+        'the keys or keyless identities the images of this profile’s push set must be signed by (cosign v3 signatures, checked in their registry before anything is minted); a plan’s push.images.trustedKeys or keyless replaces them',
       ),
     imagePinnedByTag: z
       .string()

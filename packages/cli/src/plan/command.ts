@@ -194,7 +194,7 @@ function formatImages(
           'Images',
           images.verification === 'skipped'
             ? `${images.images.length} NOT verified (${SKIP_IMAGE_VERIFY_FLAG})`
-            : `${images.images.length} NOT verified: no trust policy (the profile's imageTrust or the plan's push.images.trustedKeys)`,
+            : `${images.images.length} NOT verified: no trust policy (the profile's imageTrust, or the plan's push.images.trustedKeys or keyless)`,
         ],
       ],
       screen,

@@ -76,7 +76,7 @@ describe('checkImages', () => {
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       [
         40,
-        'images not verified: profile test-controller declares no imageTrust and the plan names no push.images.trustedKeys',
+        'images not verified: profile test-controller declares no imageTrust and the plan names no push.images.trustedKeys or keyless',
       ],
     ]);
   });
@@ -131,5 +131,52 @@ describe('checkImages', () => {
       /^profile\.yaml: invalid profile: A verifier key has the form .* at "imageTrust\.keys\[0\]"$/,
     );
     expect(() => planWith({ mirrors: { 'ghcr.io': 'ftp://mirror' } })).toThrow(/push\.images\.mirrors\.ghcr\.io/);
+  });
+
+  it('reads a keyless policy relative to the plan, and names the field or file when it cannot be used', async () => {
+    const identities = [{ issuer: 'https://token.actions.githubusercontent.com', subject: 'https://github.com/o/r' }];
+    const plan = planWith({ keyless: { trustedRoot: 'no-such-root.json', identities } });
+    const root = join(dirname(fixture), 'no-such-root.json');
+    expect(plan.push.images.keyless?.trustedRoot).toBe(root);
+    await expect(checkImages(plan, loadManifestSet(plan), capture().log)).rejects.toThrow(
+      new ConfigError(
+        `push.images.keyless.trustedRoot: cannot read ${root} (ENOENT); point it at a Sigstore trusted root (trusted_root.json) for the keyless signers`,
+      ),
+    );
+    const notRoot = join(dir, 'not-a-root.json');
+    writeFileSync(notRoot, JSON.stringify({ mediaType: 'application/vnd.dev.sigstore.bundle.v0.3+json' }));
+    const withNotRoot = planWith({ keyless: { trustedRoot: notRoot, identities } });
+    await expect(checkImages(withNotRoot, loadManifestSet(withNotRoot), capture().log)).rejects.toThrow(
+      `${notRoot}: mediaType is "application/vnd.dev.sigstore.bundle.v0.3+json", not a Sigstore trusted root`,
+    );
+    const empty = join(dir, 'empty-root.json');
+    writeFileSync(empty, JSON.stringify({ mediaType: 'application/vnd.dev.sigstore.trustedroot+json;version=0.1' }));
+    const withEmpty = planWith({ keyless: { trustedRoot: empty, identities } });
+    await expect(checkImages(withEmpty, loadManifestSet(withEmpty), capture().log)).rejects.toThrow(
+      `${empty}: not a usable Sigstore trusted root: it lists no certificate authority or no transparency log`,
+    );
+  });
+
+  it('refuses a keyless identity named two ways or by a pattern that does not compile, and an empty imageTrust', () => {
+    const issuer = 'https://token.actions.githubusercontent.com';
+    expect(() =>
+      planWith({ keyless: { trustedRoot: 'r.json', identities: [{ issuer, subject: 'a', subjectRegExp: 'a' }] } }),
+    ).toThrow(/exactly one of subject \(exact\) or subjectRegExp \(pattern\).*push\.images\.keyless\.identities\[0\]/);
+    expect(() =>
+      planWith({ keyless: { trustedRoot: 'r.json', identities: [{ issuer, subjectRegExp: '(' }] } }),
+    ).toThrow(
+      /Not a regular expression: Invalid regular expression: .*push\.images\.keyless\.identities\[0\]\.subjectRegExp/,
+    );
+    expect(() =>
+      planWith({ keyless: { trustedRoot: 'r.json', identities: [{ issuer: 'not a url', subject: 'a' }] } }),
+    ).toThrow(/push\.images\.keyless\.identities\[0\]\.issuer/);
+    const profile = {
+      name: 'p',
+      namespace: 'n',
+      revision: { object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, path: 'data.r' },
+    };
+    expect(() => parseProfile({ ...profile, imageTrust: {} }, 'profile.yaml')).toThrow(
+      /Declare keys, keyless, or both: an empty imageTrust trusts nothing at "imageTrust"/,
+    );
   });
 });

@@ -9,7 +9,7 @@ import { type VerifiedImage, verifyImages } from './verify-images.js';
 /** How a run's images were checked, as the audit event records it. */
 export interface ImageCheck {
   /**
-   * `verified`: every image is signed by a key of the policy; `skipped`: --insecure-skip-image-verify; `no-policy`:
+   * `verified`: every image is signed by a key or keyless identity of the policy; `skipped`: --insecure-skip-image-verify; `no-policy`:
    * neither the plan nor the profile names keys, so nothing could be verified.
    */
   readonly verification: 'verified' | 'skipped' | 'no-policy';
@@ -45,11 +45,11 @@ export async function checkImages(
     log.warn({ images }, '--insecure-skip-image-verify: the images are pushed unverified (the audit event says so)');
     return { verification: 'skipped', images, verified: [] };
   }
-  const policy = imageTrustPolicy(plan, set.profile);
+  const policy = await imageTrustPolicy(plan, set.profile);
   if (!policy) {
     log.warn(
       { images },
-      `images not verified: profile ${plan.push.profile} declares no imageTrust and the plan names no push.images.trustedKeys`,
+      `images not verified: profile ${plan.push.profile} declares no imageTrust and the plan names no push.images.trustedKeys or keyless`,
     );
     return { verification: 'no-policy', images, verified: [] };
   }

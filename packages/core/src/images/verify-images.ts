@@ -1,13 +1,21 @@
-import { SIGSTORE_BUNDLE_MEDIA_TYPE, type TrustedKeySet, verifyImageSignature } from '@baton/audit';
+import {
+  isKeylessBundle,
+  type KeylessTrust,
+  SIGSTORE_BUNDLE_MEDIA_TYPE,
+  type TrustedKeySet,
+  verifyImageSignature,
+  verifyKeylessImageSignature,
+} from '@baton/audit';
 import { ImageVerifyError } from '@baton/errors';
 import { parseImageRef } from './image-ref.js';
 import { type RegistryClient, RegistryError } from './registry-client.js';
 
-/** The keys an image must be signed by, and where they were declared (for messages). */
+/** The keys or keyless identities an image must be signed by (one at least), and where they were declared. */
 export interface ImageTrustPolicy {
-  /** `plan.yaml: push.images.trustedKeys (keys/trusted-keys.yaml)` or `profile flux: imageTrust`. */
+  /** `push.images.trustedKeys (keys/trusted-keys.yaml)` or `profile flux (…/profile.yaml): imageTrust`. */
   readonly source: string;
-  readonly keys: TrustedKeySet;
+  readonly keys?: TrustedKeySet;
+  readonly keyless?: KeylessTrust;
 }
 
 /** An image whose signature verified. */
@@ -17,7 +25,7 @@ export interface VerifiedImage {
   readonly digest: string;
   /** The signature's referrer manifest. */
   readonly signature: string;
-  /** The verifier key that signed it (`name+hash+key`). */
+  /** The verifier key that signed it (`name+hash+key`), or the keyless identity (`<subject> from <issuer>`). */
   readonly signedBy: string;
 }
 
@@ -72,14 +80,29 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
         failures.push(`${d.digest}: the bundle is not JSON`);
         continue;
       }
+      const label = `signature ${d.digest}`;
       try {
-        const ok = verifyImageSignature(bundle, ref.digest, policy.keys, `signature ${d.digest}`);
+        if (isKeylessBundle(bundle)) {
+          if (!policy.keyless) {
+            failures.push(`${label}: keyless (a certificate), and ${policy.source} trusts keys only`);
+            continue;
+          }
+          const ok = await verifyKeylessImageSignature(bundle, ref.digest, policy.keyless, label);
+          return { image, digest: ref.digest, signature: d.digest, signedBy: `${ok.subject} from ${ok.issuer}` };
+        }
+        if (!policy.keys) {
+          failures.push(`${label}: signed by a key, and ${policy.source} trusts keyless identities only`);
+          continue;
+        }
+        const ok = verifyImageSignature(bundle, ref.digest, policy.keys, label);
         return { image, digest: ref.digest, signature: d.digest, signedBy: ok.key.verifierKey };
       } catch (err) {
         failures.push((err as Error).message);
       }
     }
-    throw refuse(`no signature verifies with the keys of ${policy.source}: ${failures.join('; ')}; ${SKIP}`);
+    throw refuse(
+      `no signature verifies with the ${trusted(policy)} of ${policy.source}: ${failures.join('; ')}; ${SKIP}`,
+    );
   } catch (err) {
     if (err instanceof RegistryError)
       throw refuse(
@@ -88,4 +111,9 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
       );
     throw err;
   }
+}
+
+function trusted(policy: ImageTrustPolicy): string {
+  if (policy.keys && policy.keyless) return 'keys and identities';
+  return policy.keys ? 'keys' : 'identities';
 }
