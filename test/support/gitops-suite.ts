@@ -73,6 +73,11 @@ export interface SideRow<S extends ControllerSide> {
   readonly pushOnly: readonly string[];
   /** The controller's image (repository) whose pinned digest the audit event records, and pods that run it. */
   readonly image: { readonly repository: string; readonly pods: Named & { readonly labelSelector: string } };
+  /**
+   * Who the audit event must say signed each pushed image (`image` → signedBy): the bed's key by default; a keyless
+   * identity (`<subject> from <issuer>`) for a side whose plans trust the release workflow, as Flux's do.
+   */
+  readonly signedBy?: (image: string) => string;
   /** The controller's own status, read independently of baton: at the commit, healthy, applying server-side. */
   readonly expectOwnStatus: (bed: HandoffBed<S>, admin: KubeClients) => Promise<void>;
   /**
@@ -355,7 +360,8 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
       expect(e.plan.push.images?.verification).toBe('verified');
       expect(e.plan.push.images?.verified.map((v) => v.image).sort()).toEqual(Object.values(bed.side.images).sort());
       const imageKey = (await bedImageKey()).verifierKey;
-      expect(e.plan.push.images?.verified.every((v) => v.signedBy === imageKey)).toBe(true);
+      const signedBy = row.signedBy ?? (() => imageKey);
+      for (const v of e.plan.push.images?.verified ?? []) expect(v.signedBy).toBe(signedBy(v.image));
       const pods = await admin.core.listNamespacedPod({
         namespace: row.image.pods.namespace,
         labelSelector: row.image.pods.labelSelector,

@@ -10,18 +10,29 @@ import {
   signLayout,
   writeLayout,
 } from '@baton/image';
-import { type LocalRegistry, startRegistry } from '@baton/testenv';
+import { createLocalSigstore, type LocalRegistry, type LocalSigstore, startRegistry } from '@baton/testenv';
 
 /** The release key of {@link startSignedImageRegistry}'s images, and a key nobody trusts. */
 export const RELEASE_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 1));
 export const STRANGER_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 2));
 
-/** Four one-layer images in `repository` of a real registry on loopback, each pinned by digest. */
+/** The release workflow that signs {@link startSignedImageRegistry}'s keyless image, and its GitHub Actions issuer. */
+export const RELEASE_WORKFLOW = {
+  issuer: 'https://token.actions.githubusercontent.com',
+  subject: 'https://github.com/example/app/.github/workflows/release.yml@refs/tags/v1.2.3',
+} as const;
+
+/** Five one-layer images in `repository` of a real registry on loopback, each pinned by digest. */
 export interface SignedImageRegistry {
   readonly registry: LocalRegistry;
   readonly repository: string;
-  /** signed: by RELEASE_KEY; unsigned; stranger: by STRANGER_KEY; borrowed: carries the signed image's signature. */
-  readonly digests: Readonly<Record<'signed' | 'unsigned' | 'stranger' | 'borrowed', string>>;
+  /**
+   * signed: by RELEASE_KEY; unsigned; stranger: by STRANGER_KEY; borrowed: carries the signed image's signature;
+   * keyless: by RELEASE_WORKFLOW through `sigstore`, attached after the push.
+   */
+  readonly digests: Readonly<Record<'signed' | 'unsigned' | 'stranger' | 'borrowed' | 'keyless', string>>;
+  /** The private Sigstore that signed the keyless image (its trustedRoot is what a keyless policy names). */
+  readonly sigstore: LocalSigstore;
   /** Writes a one-layer image layout tagged `tag` (another content, another digest). */
   layout(tag: string, content: string): { layout: string; image: Descriptor };
 }
@@ -63,13 +74,24 @@ export async function startSignedImageRegistry(dir: string, repository: string):
       [tagged, referrer],
       [...manifestBlobs(blobs, borrowed.image), ...manifestBlobs(blobs, referrer)],
     );
+    const sigstore = await createLocalSigstore();
+    const keyless = await registry.push(layout('keyless', 'five').layout, repository, 'keyless');
+    const keylessBundle = await sigstore.signImage(name, keyless, RELEASE_WORKFLOW);
+    await registry.attach(
+      repository,
+      keyless,
+      Buffer.from(JSON.stringify(keylessBundle)),
+      SIGSTORE_BUNDLE_MEDIA_TYPE,
+      SIGNATURE_ANNOTATIONS,
+    );
     const digests = {
+      keyless,
       signed: await registry.push(signed.layout, repository, 'signed'),
       unsigned: await registry.push(layout('unsigned', 'two').layout, repository, 'unsigned'),
       stranger: await registry.push(byStranger.layout, repository, 'stranger'),
       borrowed: await registry.push(borrowed.layout, repository, 'borrowed'),
     };
-    return { registry, repository, digests, layout };
+    return { registry, repository, digests, layout, sigstore };
   } catch (err) {
     await registry.stop();
     throw err;

@@ -4,12 +4,15 @@ import {
   formatTrustedKeys,
   generateSigningKey,
   readSigningKeyFile,
+  SIGSTORE_BUNDLE_MEDIA_TYPE,
   type SigningKey,
   writeSigningKeyFile,
 } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
-import { signLayout } from '@baton/image';
+import { SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
+import { createLocalSigstore, type KeylessSigner, type LocalSigstore } from './local-sigstore.js';
 import { cacheRoot } from './paths.js';
+import { attachToRegistry } from './registry.js';
 
 /** The name of the test bed's image-signing key: it stands for a release key, and signs nothing else. */
 export const BED_IMAGE_KEY_NAME = 'testenv.baton.dev/images';
@@ -46,16 +49,55 @@ export async function signBedImages(layoutDir: string, name: string): Promise<vo
   await signLayout(layoutDir, name, await bedImageKey());
 }
 
+/** The OIDC issuer of GitHub Actions, which upstream release workflows sign their images as (keyless). */
+export const GITHUB_ACTIONS_ISSUER = 'https://token.actions.githubusercontent.com';
+
+let sigstore: Promise<LocalSigstore> | undefined;
+
+/**
+ * The bed's private Sigstore (one per process: its trusted root is written by the same process that signs with it),
+ * standing for the public Fulcio and Rekor that upstream's release workflows sign with.
+ */
+export function bedSigstore(): Promise<LocalSigstore> {
+  sigstore ??= createLocalSigstore();
+  return sigstore;
+}
+
+/**
+ * Signs the image `subject` already pushed to the registry at `registryHost` keylessly, as a release workflow
+ * running as `signer` does (`cosign sign` with the workflow's OIDC token): the bundle attached as a referrer.
+ */
+export async function signKeylessInRegistry(
+  registryHost: string,
+  repository: string,
+  subject: string,
+  name: string,
+  signer: KeylessSigner,
+): Promise<void> {
+  const bundle = await (await bedSigstore()).signImage(name, subject, signer);
+  await attachToRegistry(
+    registryHost,
+    repository,
+    subject,
+    Buffer.from(JSON.stringify(bundle)),
+    SIGSTORE_BUNDLE_MEDIA_TYPE,
+    SIGNATURE_ANNOTATIONS,
+  );
+}
+
 /** A plan's `push.images` for a bed's images: trust the bed's key, read ghcr.io and the others at its registry. */
 export interface BedImageTrust {
   /** The trusted-keys file written (absolute). */
   readonly trustedKeys: string;
+  /** The bed Sigstore's trusted root written (absolute), for plans that trust keyless identities. */
+  readonly trustedRoot: string;
   /** Each registry host the bed serves, at `http://<the bed's registry>`. */
   readonly mirrors: Readonly<Record<string, string>>;
 }
 
 /**
- * Writes `dir/image-keys.yaml` (the bed's image key as a trusted-keys file) and returns the `push.images` that makes
+ * Writes `dir/image-keys.yaml` (the bed's image key as a trusted-keys file) and `dir/sigstore-root.json` (the bed
+ * Sigstore's trusted root), and returns the `push.images` that makes
  * `baton up` verify the pushed images' signatures in the bed's registry, which stands in for ghcr.io and the others.
  */
 export async function writeBedImageTrust(
@@ -66,5 +108,11 @@ export async function writeBedImageTrust(
   const trustedKeys = join(dir, 'image-keys.yaml');
   const k = await bedImageKey();
   await writeFile(trustedKeys, formatTrustedKeys({ origin: BED_IMAGE_KEY_NAME, keys: [{ key: k.verifierKey }] }));
-  return { trustedKeys, mirrors: Object.fromEntries(registries.map((r) => [r, `http://${registryHost}`])) };
+  const trustedRoot = join(dir, 'sigstore-root.json');
+  await writeFile(trustedRoot, `${JSON.stringify((await bedSigstore()).trustedRoot, null, 2)}\n`);
+  return {
+    trustedKeys,
+    trustedRoot,
+    mirrors: Object.fromEntries(registries.map((r) => [r, `http://${registryHost}`])),
+  };
 }

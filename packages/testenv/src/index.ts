@@ -34,7 +34,7 @@ export { startDetachedCluster } from './detached.js';
 // --- Flux's controllers, built on demand (issue 13) ---
 export type { EnsureFluxControllersOptions, FluxControllers } from './flux/flux-controllers.js';
 export { ensureFluxControllers, FLUX_VERSIONS } from './flux/flux-controllers.js';
-export { FLUX_IMAGES, pushFluxImages } from './flux/flux-images.js';
+export { FLUX_IMAGES, FLUX_RELEASE_IDENTITY, fluxReleaseSigner, pushFluxImages } from './flux/flux-images.js';
 export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux/flux-side.js';
 export { startFluxBed, startFluxSide } from './flux/flux-side.js';
 export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
@@ -59,11 +59,16 @@ export {
   type BedImageTrust,
   bedImageKey,
   bedImageKeyPath,
+  bedSigstore,
+  GITHUB_ACTIONS_ISSUER,
   signBedImages,
+  signKeylessInRegistry,
   writeBedImageTrust,
 } from './image-trust.js';
 export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
 export { KubeHttp } from './kube-http.js';
+export type { KeylessSigner, KeylessSignOptions, LocalSigstore } from './local-sigstore.js';
+export { createLocalSigstore, TRUSTED_ROOT_MEDIA_TYPE } from './local-sigstore.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
 export type { BedNetwork, LinkableBed } from './node/bed-network.js';
 export { createBedNetwork, linkBeds, removeBedNetwork } from './node/bed-network.js';
@@ -87,4 +92,4 @@ export { createPulumiEnv } from './pulumi/pulumi-env.js';
 export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
 export type { LocalRegistry } from './registry.js';
-export { startRegistry } from './registry.js';
+export { attachToRegistry, startRegistry } from './registry.js';

@@ -28,6 +28,14 @@ export interface LocalRegistry {
    * @throws ProcessError when the layout has no such image or the registry refuses an upload.
    */
   push(layoutDir: string, repository: string, ref: string): Promise<string>;
+  /** {@link attachToRegistry} on this registry. */
+  attach(
+    repository: string,
+    subject: string,
+    file: Buffer,
+    artifactType: string,
+    annotations?: Readonly<Record<string, string>>,
+  ): Promise<string>;
   /** Process id of the registry (its process group). */
   readonly pid: number;
   /** Stops the registry and removes its storage. */
@@ -102,6 +110,8 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
     host,
     pid: proc.pid,
     push: (layoutDir, repository, ref) => pushLayout(base, layoutDir, repository, ref),
+    attach: (repository, subject, file, artifactType, annotations) =>
+      attachToRegistry(host, repository, subject, file, artifactType, annotations),
     async stop() {
       await proc.stop();
       await rm(dir, { recursive: true, force: true });
@@ -132,6 +142,58 @@ async function pushLayout(base: string, layoutDir: string, repository: string, r
   }
   if (referrers.length > 0) await putReferrersTag(base, repository, desc.digest, referrers);
   return sha256(manifestBytes);
+}
+
+const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
+
+/**
+ * Attaches `file` to the image `subject` (a digest) already in `repository` of the registry at `host`, as `cosign
+ * attach` or `oras attach` do for a signature made after the push: an artifact manifest of `artifactType` whose subject
+ * is the image, then its entry in the referrers tag's index (kept beside what the index listed).
+ * @returns the referrer manifest's digest.
+ * @throws ProcessError when the image is not in the registry or an upload is refused.
+ */
+export async function attachToRegistry(
+  host: string,
+  repository: string,
+  subject: string,
+  file: Buffer,
+  artifactType: string,
+  annotations: Readonly<Record<string, string>> = {},
+): Promise<string> {
+  const base = `http://${host}/v2`;
+  const head = await fetch(`${base}/${repository}/manifests/${subject}`, {
+    method: 'HEAD',
+    headers: { accept: MANIFEST_ACCEPT },
+  });
+  if (!head.ok)
+    throw new ProcessError(`local registry: ${repository}@${subject} answered ${head.status}; push the image first`);
+  const empty = Buffer.from('{}');
+  const blobs = new Map([
+    [sha256(empty), empty],
+    [sha256(file), file],
+  ]);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_MANIFEST,
+      artifactType,
+      config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(empty), size: empty.length },
+      layers: [{ mediaType: artifactType, digest: sha256(file), size: file.length }],
+      subject: {
+        mediaType: head.headers.get('content-type') ?? OCI_MANIFEST,
+        digest: subject,
+        size: Number(head.headers.get('content-length')),
+      },
+      annotations,
+    }),
+  );
+  const digest = sha256(manifest);
+  await putManifest(base, repository, manifest, OCI_MANIFEST, [digest], async (d) => blobs.get(d) ?? Buffer.alloc(0));
+  await putReferrersTag(base, repository, subject, [
+    { digest, mediaType: OCI_MANIFEST, size: manifest.length, artifactType, annotations },
+  ]);
+  return digest;
 }
 
 /** An entry of a layout's index.json. */

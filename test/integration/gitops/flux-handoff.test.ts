@@ -7,6 +7,7 @@ import {
   FLUX_IMAGES,
   type FluxControllers,
   type FluxSide,
+  fluxReleaseSigner,
   type HandoffBed,
   startFluxBed,
 } from '@baton/testenv';
@@ -83,6 +84,12 @@ const FLUX_ROW: SideRow<FluxSide> = {
   image: {
     repository: FLUX_IMAGES.kustomizeController,
     pods: { namespace: 'flux-system', name: 'kustomize-controller', labelSelector: 'app=kustomize-controller' },
+  },
+  // Keyless, as upstream's: each controller's release workflow at its tag, from GitHub Actions' issuer.
+  signedBy: (image) => {
+    const [, repository, tag] = /^ghcr\.io\/([^:@]+):([^@]+)@/.exec(image) ?? [];
+    const { subject, issuer } = fluxReleaseSigner(repository ?? '?', tag ?? '?');
+    return `${subject} from ${issuer}`;
   },
   expectOwnStatus: async (bed, admin) => {
     // Flux's own status, read independently of baton: the Kustomization Ready on the declared commit.

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatTrustedKeys, readEntries } from '@baton/audit';
+import { formatTrustedKeys, type KeylessIdentity, readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { ConfigError, ImageVerifyError } from '@baton/errors';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken } from '@baton/kube';
@@ -12,7 +12,12 @@ import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
-import { RELEASE_KEY, type SignedImageRegistry, startSignedImageRegistry } from '../../support/signed-images.js';
+import {
+  RELEASE_KEY,
+  RELEASE_WORKFLOW,
+  type SignedImageRegistry,
+  startSignedImageRegistry,
+} from '../../support/signed-images.js';
 import { useTempDirs } from '../../support/temp-dirs.js';
 
 const tempDir = useTempDirs();
@@ -288,18 +293,29 @@ describe('images the trust policy does not vouch for', () => {
     await images?.registry.stop();
   });
 
-  /** A plan whose controller runs `image`, trusting the release key, reading ghcr.io at `registry`. */
-  async function imageEnv(image: string, registry = `http://${images.registry.host}`): Promise<HandoffEnv> {
+  /**
+   * A plan whose controller runs `image`, reading ghcr.io at `registry`, trusting the release key, or with `keyless`,
+   * those identities of the image registry's private Sigstore.
+   */
+  async function imageEnv(
+    image: string,
+    registry = `http://${images.registry.host}`,
+    keyless?: readonly KeylessIdentity[],
+  ): Promise<HandoffEnv> {
     const dir = tempDir('images-set-');
     cpSync(CONTROLLER_MANIFESTS, dir, { recursive: true });
     const deployment = join(dir, '30-deployment.yaml');
     writeFileSync(deployment, readFileSync(deployment, 'utf8').replace(/image: \S+/, `image: ${image}`));
-    const trustedKeys = join(tempDir('image-keys-'), 'trusted-keys.yaml');
+    const trustDir = tempDir('image-trust-');
+    const trustedKeys = join(trustDir, 'trusted-keys.yaml');
     writeFileSync(
       trustedKeys,
       formatTrustedKeys({ origin: 'baton.dev/release', keys: [{ key: RELEASE_KEY.verifierKey }] }),
     );
-    return env({ push: { images: { trustedKeys, mirrors: { 'ghcr.io': registry } } } }, dir);
+    const trustedRoot = join(trustDir, 'trusted_root.json');
+    writeFileSync(trustedRoot, JSON.stringify(images.sigstore.trustedRoot));
+    const trust = keyless ? { keyless: { trustedRoot, identities: keyless } } : { trustedKeys };
+    return env({ push: { images: { ...trust, mirrors: { 'ghcr.io': registry } } } }, dir);
   }
 
   /** What a run could create: namespaces, and the bootstrap identities, lock and receipt in baton-system. */
@@ -343,6 +359,33 @@ describe('images the trust policy does not vouch for', () => {
       expect(err).toBeInstanceOf(ImageVerifyError);
       expect((err as Error).message).toMatch(new RegExp(`^image ${image.replace(/[.]/g, '\\.')}: `));
       expect((err as Error).message).toMatch(why);
+    });
+  });
+
+  it('refuses a keyless signature by an identity the plan does not trust, before anything is minted', async () => {
+    const image = `${IMAGE}@${images.digests.keyless}`;
+    const e = await imageEnv(image, undefined, [
+      { issuer: RELEASE_WORKFLOW.issuer, subjectRegExp: String.raw`https://github\.com/baton-dev/.+` },
+    ]);
+    const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath);
+    await expectNothingCreated(e, async () => {
+      const err = await runHandoff(e.loaded, deps).catch((x: unknown) => x);
+      expect(err).toBeInstanceOf(ImageVerifyError);
+      expect((err as Error).message).toContain(
+        `signed by ${RELEASE_WORKFLOW.subject} (issuer ${RELEASE_WORKFLOW.issuer}), which no trusted identity matches`,
+      );
+    });
+  });
+
+  it('baton plan (the built CLI) verifies a keyless signature and names the identity that signed it', async () => {
+    const image = `${IMAGE}@${images.digests.keyless}`;
+    const e = await imageEnv(image, undefined, [RELEASE_WORKFLOW]);
+    const plan = spawnSync(process.execPath, [CLI, 'plan', '--plan', e.planPath, '-o', 'json'], { encoding: 'utf8' });
+    expect(plan.stderr).toBe('');
+    expect(plan.status).toBe(0);
+    expect(JSON.parse(plan.stdout).images).toMatchObject({
+      verification: 'verified',
+      verified: [{ image, signedBy: `${RELEASE_WORKFLOW.subject} from ${RELEASE_WORKFLOW.issuer}` }],
     });
   });
 

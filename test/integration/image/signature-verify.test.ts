@@ -1,14 +1,29 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SIGSTORE_BUNDLE_MEDIA_TYPE, type SigningKey, TrustedKeySet } from '@baton/audit';
+import {
+  imageSignatureStatement,
+  type KeylessIdentity,
+  keylessTrust,
+  SIGSTORE_BUNDLE_MEDIA_TYPE,
+  type SigningKey,
+  TrustedKeySet,
+  verifyKeylessImageSignature,
+} from '@baton/audit';
 import { type ImageTrustPolicy, RegistryClient, verifyImages } from '@baton/core';
 import { ImageVerifyError } from '@baton/errors';
 import { MEDIA_TYPE, SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
-import { freePorts, type LocalRegistry } from '@baton/testenv';
+import {
+  createLocalSigstore,
+  freePorts,
+  type KeylessSignOptions,
+  type LocalRegistry,
+  type LocalSigstore,
+} from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   RELEASE_KEY,
+  RELEASE_WORKFLOW,
   type SignedImageRegistry,
   STRANGER_KEY,
   startSignedImageRegistry,
@@ -103,5 +118,131 @@ describe('verifying pinned images before the push, from their registry', () => {
       headers: { accept: MEDIA_TYPE.index },
     });
     expect(((await res.json()) as { manifests: unknown[] }).manifests).toHaveLength(1);
+  });
+});
+
+describe('keyless signatures: a certificate for an OIDC identity, checked against an offline trusted root', () => {
+  // A private Sigstore (a CA in Fulcio's place, a CT log and a transparency log key) issues the certificates and log
+  // entries in process; sigstore-js verifies them as it would the public Sigstore's. The images are in the same real
+  // registry, their bundles attached after the push (as `cosign sign` does).
+  const { issuer: ISSUER, subject: WORKFLOW } = RELEASE_WORKFLOW;
+  const RELEASES = String.raw`https://github\.com/example/app/\.github/workflows/release\.yml@refs/tags/v[0-9.]+`;
+  let sigstore: LocalSigstore;
+  let rootFile: string;
+  const keyless: Record<'release' | 'evil' | 'otherRoot', string> = { release: '', evil: '', otherRoot: '' };
+
+  /** Pushes a fresh one-layer image and attaches `sign`'s bundle for it; returns its reference. */
+  async function pushSigned(tag: string, sign: (digest: string) => Promise<unknown>): Promise<string> {
+    const digest = await registry.push(images.layout(tag, `keyless ${tag}`).layout, 'example/app', tag);
+    const bundle = Buffer.from(JSON.stringify(await sign(digest)));
+    await registry.attach('example/app', digest, bundle, SIGSTORE_BUNDLE_MEDIA_TYPE, SIGNATURE_ANNOTATIONS);
+    return `ghcr.io/example/app@${digest}`;
+  }
+
+  beforeAll(async () => {
+    sigstore = images.sigstore;
+    rootFile = join(dir, 'trusted_root.json');
+    writeFileSync(rootFile, JSON.stringify(sigstore.trustedRoot));
+    const other = await createLocalSigstore();
+    const as = (s: LocalSigstore, subject: string) => (d: string) =>
+      s.signImage('ghcr.io/example/app', d, { issuer: ISSUER, subject });
+    keyless.release = ref('keyless');
+    keyless.evil = await pushSigned(
+      'keyless-evil',
+      as(sigstore, 'https://github.com/evil/app/.github/workflows/release.yml@refs/tags/v1.2.3'),
+    );
+    keyless.otherRoot = await pushSigned('keyless-other-root', as(other, WORKFLOW));
+  });
+
+  const keylessPolicy = async (identities: KeylessIdentity[], keys?: SigningKey): Promise<ImageTrustPolicy> => ({
+    source: 'push.images.keyless (trusted_root.json)',
+    keyless: await keylessTrust(readFileSync(rootFile, 'utf8'), rootFile, identities),
+    ...(keys ? { keys: policyOf(keys).keys } : {}),
+  });
+  const releases = [{ issuer: ISSUER, subjectRegExp: RELEASES }];
+
+  it('accepts the release workflow by pattern or exactly, and records who signed it', async () => {
+    for (const identities of [releases, [{ issuer: ISSUER, subject: WORKFLOW }]]) {
+      const [v] = await verifyImages([keyless.release], await keylessPolicy(identities), client);
+      expect(v).toMatchObject({ image: keyless.release, signedBy: `${WORKFLOW} from ${ISSUER}` });
+    }
+  });
+
+  it('refuses another identity of the same root, or the right one from another issuer', async () => {
+    const err = await verifyImages([keyless.evil], await keylessPolicy(releases), client).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageVerifyError);
+    expect((err as Error).message).toContain(
+      `signed by https://github.com/evil/app/.github/workflows/release.yml@refs/tags/v1.2.3 (issuer ${ISSUER}), which no trusted identity matches (/${RELEASES}/ from ${ISSUER})`,
+    );
+    const wrongIssuer = [{ issuer: 'https://accounts.google.com', subject: WORKFLOW }];
+    const err2 = await verifyImages([keyless.release], await keylessPolicy(wrongIssuer), client).catch(
+      (e: unknown) => e,
+    );
+    expect((err2 as Error).message).toContain('which no trusted identity matches');
+    // A pattern matches the whole subject: a prefix is not enough.
+    const prefix = [{ issuer: ISSUER, subjectRegExp: 'https://github\\.com/example/app' }];
+    const err3 = await verifyImages([keyless.release], await keylessPolicy(prefix), client).catch((e: unknown) => e);
+    expect((err3 as Error).message).toContain('which no trusted identity matches');
+  });
+
+  it('refuses a certificate another Sigstore issued', async () => {
+    const err = await verifyImages([keyless.otherRoot], await keylessPolicy(releases), client).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(
+      new RegExp(
+        `its certificate does not verify .*no valid certificate path found; checked against the trusted root ${rootFile.replace(/[.]/g, '\\.')}`,
+      ),
+    );
+  });
+
+  it('keeps keys and identities apart: each policy refuses the other kind, a policy with both accepts either', async () => {
+    const keysOnly = await refusal([keyless.release]);
+    expect(keysOnly).toContain(': keyless (a certificate), and profile app: imageTrust trusts keys only');
+    const keylessOnly = await verifyImages([ref('signed')], await keylessPolicy(releases), client).catch(
+      (e: unknown) => e,
+    );
+    expect((keylessOnly as Error).message).toContain(
+      ': signed by a key, and push.images.keyless (trusted_root.json) trusts keyless identities only',
+    );
+    expect((keylessOnly as Error).message).toContain('no signature verifies with the identities of');
+    const both = await verifyImages(
+      [ref('signed'), keyless.release],
+      await keylessPolicy(releases, RELEASE_KEY),
+      client,
+    );
+    expect(both.map((v) => v.signedBy)).toEqual([RELEASE_KEY.verifierKey, `${WORKFLOW} from ${ISSUER}`]);
+  });
+
+  it('refuses bundles whose certificate, log entry or payload do not hold, each saying what failed', async () => {
+    const trust = (await keylessPolicy(releases)).keyless!;
+    const digest = `sha256:${'c'.repeat(64)}`;
+    const signer = { issuer: ISSUER, subject: WORKFLOW };
+    const sign = (o?: KeylessSignOptions) => sigstore.signImage('ghcr.io/example/app', digest, signer, o);
+    const failure = async (bundle: unknown, d = digest) => {
+      try {
+        await verifyKeylessImageSignature(bundle, d, trust, 'sig');
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('verified');
+    };
+    expect((await verifyKeylessImageSignature(await sign(), digest, trust, 'sig')).subject).toBe(WORKFLOW);
+    expect(await failure(await sign({ noSct: true }))).toMatch(
+      /^sig: its certificate does not verify .*: expected 1 SCTs, got 0;/,
+    );
+    expect(await failure(await sign({ loggedAfterExpiry: 60 }))).toMatch(
+      /^sig: its certificate does not verify .*certificate is not valid or expired at the specified date;/,
+    );
+    expect(await failure(await sign({ rogueLog: true }))).toMatch(
+      /^sig: its transparency log entry is not signed by a log of the root: inclusion promise could not be verified;/,
+    );
+    expect(await failure(await sign(), `sha256:${'d'.repeat(64)}`)).toContain(': a signature of another image');
+    // Another statement in the envelope: the log entry names the first one's payload hash.
+    const tampered = (await sign()) as { dsseEnvelope: { payload: string } };
+    tampered.dsseEnvelope.payload = imageSignatureStatement('ghcr.io/example/app', `sha256:${'d'.repeat(64)}`).toString(
+      'base64',
+    );
+    expect(await failure(tampered, `sha256:${'d'.repeat(64)}`)).toMatch(
+      /^sig: (its transparency log entry is of another signature|the signature does not verify)/,
+    );
   });
 });

@@ -1,5 +1,5 @@
 import type { RealNodeInfo } from '../cluster.js';
-import { signBedImages } from '../image-trust.js';
+import { GITHUB_ACTIONS_ISSUER, signBedImages, signKeylessInRegistry } from '../image-trust.js';
 import { binaryImageLayout } from '../node/binary-image.js';
 import type { FluxControllers } from './flux-controllers.js';
 
@@ -7,6 +7,23 @@ import type { FluxControllers } from './flux-controllers.js';
 export const FLUX_IMAGES = {
   sourceController: 'ghcr.io/fluxcd/source-controller',
   kustomizeController: 'ghcr.io/fluxcd/kustomize-controller',
+} as const;
+
+/**
+ * The keyless identity Flux's images are signed as in the bed: the release workflow of each controller's repository at
+ * its tag, as GitHub Actions names it. {@link FLUX_RELEASE_IDENTITY} matches every one.
+ */
+export function fluxReleaseSigner(repository: string, tag: string): { issuer: string; subject: string } {
+  return {
+    issuer: GITHUB_ACTIONS_ISSUER,
+    subject: `https://github.com/${repository}/.github/workflows/release.yml@refs/tags/${tag}`,
+  };
+}
+
+/** The identity a plan trusting Flux's releases names: any fluxcd repository's release workflow, at a version tag. */
+export const FLUX_RELEASE_IDENTITY = {
+  issuer: GITHUB_ACTIONS_ISSUER,
+  subjectRegExp: String.raw`https://github\.com/fluxcd/[a-z0-9-]+/\.github/workflows/release\.yml@refs/tags/v[0-9]+\.[0-9]+\.[0-9]+`,
 } as const;
 
 /**
@@ -43,7 +60,16 @@ export async function pushFluxImages(
     });
     // Signed as a release signs its images: the bed's plans trust the bed's key, so baton up verifies them.
     await signBedImages(layout, i.name);
-    const digest = await realNode.pushImage(layout, i.name.slice('ghcr.io/'.length), i.tag);
+    const repository = i.name.slice('ghcr.io/'.length);
+    const digest = await realNode.pushImage(layout, repository, i.tag);
+    // And keylessly, as Flux's release workflow signs upstream's: the bed's Flux plans trust that identity only.
+    await signKeylessInRegistry(
+      realNode.registryHost,
+      repository,
+      digest,
+      i.name,
+      fluxReleaseSigner(repository, i.tag),
+    );
     pins[i.name] = `${i.name}:${i.tag}@${digest}`;
   }
   return pins;

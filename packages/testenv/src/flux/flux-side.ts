@@ -20,7 +20,7 @@ import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
-import { pushFluxImages } from './flux-images.js';
+import { FLUX_RELEASE_IDENTITY, pushFluxImages } from './flux-images.js';
 
 const REPO = 'cluster-config';
 const CLUSTER_ADMIN_OPTION = join('options', 'cluster-admin-reconciler.yaml');
@@ -147,7 +147,11 @@ function fluxPlan(
       profile: 'flux',
       manifests: './push',
       budgetSeconds: 300,
-      images: { trustedKeys: './image-keys.yaml', mirrors: o.imageTrust.mirrors },
+      // Keyless, as Flux's own images are signed: the bed's private Sigstore stands for the public one.
+      images: {
+        keyless: { trustedRoot: './sigstore-root.json', identities: [FLUX_RELEASE_IDENTITY] },
+        mirrors: o.imageTrust.mirrors,
+      },
     },
     pull: {
       credential: { fromFile: './pull.yaml' },
