@@ -91,5 +91,5 @@ export type { PulumiEnv, PulumiEnvOptions, PulumiRunOptions, PulumiRunResult } f
 export { createPulumiEnv } from './pulumi/pulumi-env.js';
 export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
-export type { LocalRegistry } from './registry.js';
+export type { LocalRegistry, RegistryAuth, StartRegistryOptions } from './registry.js';
 export { attachToRegistry, startRegistry } from './registry.js';

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProcessError } from '@baton/errors';
+import bcrypt from 'bcryptjs';
 import { ManagedProcess } from './managed-process.js';
 import { freePorts } from './ports.js';
 
@@ -54,6 +55,30 @@ export interface StartRegistryOptions {
    * @default a new directory under the OS temp dir
    */
   readonly dir?: string;
+  /** Require this user (Basic authentication, an htpasswd file with a bcrypt hash) for every request. */
+  readonly auth?: RegistryAuth;
+}
+
+/** A user the registry requires (htpasswd, bcrypt): every read and write then needs these credentials. */
+export interface RegistryAuth {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** Where pushes go: the registry's `/v2` base, and a fetch that carries its credentials when it has any. */
+interface RegistryTarget {
+  readonly base: string;
+  readonly fetch: typeof fetch;
+}
+
+function target(host: string, auth?: RegistryAuth): RegistryTarget {
+  const authorization = auth ? `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` : '';
+  return {
+    base: `http://${host}/v2`,
+    fetch: authorization
+      ? (url, init = {}) => fetch(url, { ...init, headers: { ...(init.headers as object), authorization } })
+      : fetch,
+  };
 }
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
@@ -73,9 +98,17 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
   const [port] = await freePorts(1);
   const host = `${options.bindHost ?? '127.0.0.1'}:${port}`;
   const config = join(dir, 'config.yml');
+  let auth = '';
+  if (options.auth) {
+    const htpasswd = join(dir, 'htpasswd');
+    await writeFile(htpasswd, `${options.auth.username}:${await bcrypt.hash(options.auth.password, 4)}\n`, {
+      mode: 0o600,
+    });
+    auth = `auth:\n  htpasswd:\n    realm: baton-testenv\n    path: ${htpasswd}\n`;
+  }
   await writeFile(
     config,
-    `version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${host}\n`,
+    `version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${host}\n${auth}`,
   );
   const line = (options.wrap ?? ((command, args) => ({ command, args: [...args] })))(REGISTRY_BINARY, [
     'serve',
@@ -94,7 +127,8 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
     for (;;) {
       if (!proc.isRunning) throw await proc.exitError();
       const ok = await fetch(`${base}/`).then(
-        (r) => r.ok,
+        // With auth, 401 with its challenge is the answer of a registry that is up.
+        (r) => r.ok || (!!options.auth && r.status === 401),
         () => false,
       );
       if (ok) break;
@@ -109,9 +143,9 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
   return {
     host,
     pid: proc.pid,
-    push: (layoutDir, repository, ref) => pushLayout(base, layoutDir, repository, ref),
+    push: (layoutDir, repository, ref) => pushLayout(target(host, options.auth), layoutDir, repository, ref),
     attach: (repository, subject, file, artifactType, annotations) =>
-      attachToRegistry(host, repository, subject, file, artifactType, annotations),
+      attachToRegistry(host, repository, subject, file, artifactType, annotations, options.auth),
     async stop() {
       await proc.stop();
       await rm(dir, { recursive: true, force: true });
@@ -121,26 +155,26 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
 
 /** Pushes the image `ref` of an OCI layout to the registry at `host` (`ip:port`) as `repository`; returns its digest. */
 export function pushToRegistry(host: string, layoutDir: string, repository: string, ref: string): Promise<string> {
-  return pushLayout(`http://${host}/v2`, layoutDir, repository, ref);
+  return pushLayout(target(host), layoutDir, repository, ref);
 }
 
-async function pushLayout(base: string, layoutDir: string, repository: string, ref: string): Promise<string> {
+async function pushLayout(to: RegistryTarget, layoutDir: string, repository: string, ref: string): Promise<string> {
   const index = JSON.parse(await readFile(join(layoutDir, 'index.json'), 'utf8')) as { manifests: LayoutEntry[] };
   const desc = index.manifests.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === ref);
   if (!desc) throw new ProcessError(`${layoutDir}/index.json: no image named ${ref}; run \`pnpm image:build\``);
   const blob = (digest: string) => readFile(join(layoutDir, 'blobs/sha256', digest.slice('sha256:'.length)));
   const manifestBytes = await blob(desc.digest);
-  await putManifest(base, repository, manifestBytes, desc.mediaType, [desc.digest, ref], blob);
+  await putManifest(to, repository, manifestBytes, desc.mediaType, [desc.digest, ref], blob);
   // The image's referrers in the layout (its SBOM, its signatures), then the referrers tag schema's index, which
   // Distribution 2.8 needs: it has no referrers API (cosign and baton fall back to the `sha256-<hex>` tag).
   const referrers: LayoutEntry[] = [];
   for (const entry of index.manifests.filter((m) => m.artifactType)) {
     const bytes = await blob(entry.digest);
     if ((JSON.parse(bytes.toString()) as { subject?: { digest?: string } }).subject?.digest !== desc.digest) continue;
-    await putManifest(base, repository, bytes, entry.mediaType, [entry.digest], blob);
+    await putManifest(to, repository, bytes, entry.mediaType, [entry.digest], blob);
     referrers.push(entry);
   }
-  if (referrers.length > 0) await putReferrersTag(base, repository, desc.digest, referrers);
+  if (referrers.length > 0) await putReferrersTag(to, repository, desc.digest, referrers);
   return sha256(manifestBytes);
 }
 
@@ -160,9 +194,10 @@ export async function attachToRegistry(
   file: Buffer,
   artifactType: string,
   annotations: Readonly<Record<string, string>> = {},
+  auth?: RegistryAuth,
 ): Promise<string> {
-  const base = `http://${host}/v2`;
-  const head = await fetch(`${base}/${repository}/manifests/${subject}`, {
+  const to = target(host, auth);
+  const head = await to.fetch(`${to.base}/${repository}/manifests/${subject}`, {
     method: 'HEAD',
     headers: { accept: MANIFEST_ACCEPT },
   });
@@ -189,8 +224,8 @@ export async function attachToRegistry(
     }),
   );
   const digest = sha256(manifest);
-  await putManifest(base, repository, manifest, OCI_MANIFEST, [digest], async (d) => blobs.get(d) ?? Buffer.alloc(0));
-  await putReferrersTag(base, repository, subject, [
+  await putManifest(to, repository, manifest, OCI_MANIFEST, [digest], async (d) => blobs.get(d) ?? Buffer.alloc(0));
+  await putReferrersTag(to, repository, subject, [
     { digest, mediaType: OCI_MANIFEST, size: manifest.length, artifactType, annotations },
   ]);
   return digest;
@@ -207,7 +242,7 @@ interface LayoutEntry {
 
 /** Uploads a manifest's config and layers (those the registry lacks), then the manifest under each of `tags`. */
 async function putManifest(
-  base: string,
+  to: RegistryTarget,
   repository: string,
   manifestBytes: Buffer,
   mediaType: string,
@@ -216,15 +251,15 @@ async function putManifest(
 ): Promise<void> {
   const manifest = JSON.parse(manifestBytes.toString()) as { config: { digest: string }; layers: { digest: string }[] };
   for (const digest of [manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) {
-    if ((await fetch(`${base}/${repository}/blobs/${digest}`, { method: 'HEAD' })).ok) continue;
-    const start = await fetch(`${base}/${repository}/blobs/uploads/`, { method: 'POST' });
+    if ((await to.fetch(`${to.base}/${repository}/blobs/${digest}`, { method: 'HEAD' })).ok) continue;
+    const start = await to.fetch(`${to.base}/${repository}/blobs/uploads/`, { method: 'POST' });
     const location = start.headers.get('location');
     if (start.status !== 202 || !location)
       throw new ProcessError(`local registry: starting an upload to ${repository} answered ${start.status}`);
-    const url = new URL(location, base);
+    const url = new URL(location, to.base);
     url.searchParams.set('digest', digest);
     const data = await blob(digest);
-    const put = await fetch(url, {
+    const put = await to.fetch(url, {
       method: 'PUT',
       body: data,
       headers: { 'content-type': 'application/octet-stream' },
@@ -232,7 +267,7 @@ async function putManifest(
     if (put.status !== 201) throw new ProcessError(`local registry: uploading ${digest} answered ${put.status}`);
   }
   for (const tag of tags) {
-    const res = await fetch(`${base}/${repository}/manifests/${tag}`, {
+    const res = await to.fetch(`${to.base}/${repository}/manifests/${tag}`, {
       method: 'PUT',
       body: manifestBytes,
       headers: { 'content-type': mediaType },
@@ -244,13 +279,13 @@ async function putManifest(
 
 /** Adds `referrers` to the `sha256-<hex>` index of `subject` (the referrers tag schema), keeping what it listed. */
 async function putReferrersTag(
-  base: string,
+  to: RegistryTarget,
   repository: string,
   subject: string,
   referrers: readonly LayoutEntry[],
 ): Promise<void> {
-  const url = `${base}/${repository}/manifests/${subject.replace(':', '-')}`;
-  const existing = await fetch(url, { headers: { accept: 'application/vnd.oci.image.index.v1+json' } });
+  const url = `${to.base}/${repository}/manifests/${subject.replace(':', '-')}`;
+  const existing = await to.fetch(url, { headers: { accept: 'application/vnd.oci.image.index.v1+json' } });
   const listed = existing.ok ? ((await existing.json()) as { manifests: LayoutEntry[] }).manifests : [];
   const manifests = [...listed.filter((m) => !referrers.some((r) => r.digest === m.digest)), ...referrers].map(
     ({ mediaType, digest, size, artifactType, annotations }) => ({
@@ -262,7 +297,7 @@ async function putReferrersTag(
     }),
   );
   const body = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests });
-  const res = await fetch(url, {
+  const res = await to.fetch(url, {
     method: 'PUT',
     body,
     headers: { 'content-type': 'application/vnd.oci.image.index.v1+json' },
