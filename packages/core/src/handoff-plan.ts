@@ -127,6 +127,13 @@ export const HandoffPlanSchema = z
           keyless: KeylessPolicySchema.optional().describe(
             "keyless signatures the push set's images may carry instead (trustedRoot relative to the plan); with trustedKeys, either verifies; either replaces the profile's imageTrust",
           ),
+          credentials: z
+            .string()
+            .min(1)
+            .optional()
+            .describe(
+              'Docker config.json whose logins (auths, credHelpers, credsStore) baton reads signatures with (relative to the plan); @default $DOCKER_CONFIG/config.json, else ~/.docker/config.json, else anonymous',
+            ),
           mirrors: z
             .record(z.string().min(1), z.url({ protocol: /^https?$/ }))
             .default({})
@@ -316,6 +323,7 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
         images: {
           ...p.push.images,
           ...(p.push.images.trustedKeys ? { trustedKeys: abs(p.push.images.trustedKeys) } : {}),
+          ...(p.push.images.credentials ? { credentials: abs(p.push.images.credentials) } : {}),
           ...(p.push.images.keyless
             ? { keyless: { ...p.push.images.keyless, trustedRoot: abs(p.push.images.keyless.trustedRoot) } }
             : {}),

@@ -38,6 +38,14 @@ export { parseImageRef } from './images/image-ref.js';
 export { podImages } from './images/pod-images.js';
 export type { RegistryAccess, RegistryDescriptor } from './images/registry-client.js';
 export { RegistryClient, RegistryError } from './images/registry-client.js';
+export type {
+  CredentialHelperRunner,
+  DockerConfigOptions,
+  FoundLogin,
+  RegistryCredentials,
+  RegistryLogin,
+} from './images/registry-credentials.js';
+export { dockerConfigCredentials } from './images/registry-credentials.js';
 export type { ImageTrustPolicy, VerifiedImage } from './images/verify-images.js';
 export { verifyImages } from './images/verify-images.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';

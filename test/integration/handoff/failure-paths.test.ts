@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { formatTrustedKeys, type KeylessIdentity, readEntries } from '@baton/audit';
 import { type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { ConfigError, ImageVerifyError } from '@baton/errors';
+import { signLayout } from '@baton/image';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken } from '@baton/kube';
-import { type Cluster, freePorts, type GitServer, startCluster, startGitServer } from '@baton/testenv';
+import { type Cluster, freePorts, type GitServer, startCluster, startGitServer, startRegistry } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
@@ -387,6 +388,41 @@ describe('images the trust policy does not vouch for', () => {
       verification: 'verified',
       verified: [{ image, signedBy: `${RELEASE_WORKFLOW.subject} from ${RELEASE_WORKFLOW.issuer}` }],
     });
+  });
+
+  it("baton plan reads a registry that wants a login with the operator's Docker config, and prints no password", async () => {
+    const password = 'registry-pass-never-printed';
+    const locked = await startRegistry({ dir: tempDir('locked-registry-'), auth: { username: 'alice', password } });
+    try {
+      const { layout } = images.layout('signed', 'one');
+      await signLayout(layout, 'ghcr.io/baton-dev/baton-controller', RELEASE_KEY);
+      const digest = await locked.push(layout, 'baton-dev/baton-controller', 'signed');
+      const image = `${IMAGE}@${digest}`;
+      const e = await imageEnv(image, `http://${locked.host}`);
+      const dockerConfig = tempDir('docker-config-');
+      const plan = (auth?: string) => {
+        writeFileSync(
+          join(dockerConfig, 'config.json'),
+          JSON.stringify({ auths: auth ? { [locked.host]: { auth } } : {} }),
+        );
+        return spawnSync(process.execPath, [CLI, 'plan', '--plan', e.planPath, '-o', 'json'], {
+          encoding: 'utf8',
+          env: { ...process.env, DOCKER_CONFIG: dockerConfig },
+        });
+      };
+      const ok = plan(Buffer.from(`alice:${password}`).toString('base64'));
+      expect(ok.status).toBe(0);
+      expect(JSON.parse(ok.stdout).images).toMatchObject({ verification: 'verified', verified: [{ image }] });
+      const none = plan();
+      expect(none.status).toBe(1);
+      expect(none.stdout).toContain(`run \`docker login ${locked.host}\``);
+      const stale = plan(Buffer.from(`alice:${password}-old`).toString('base64'));
+      expect(stale.status).toBe(1);
+      expect(stale.stdout).toContain(`refused the login from ${join(dockerConfig, 'config.json')} (auths)`);
+      for (const r of [ok, none, stale]) expect(`${r.stdout}${r.stderr}`).not.toContain(password);
+    } finally {
+      await locked.stop();
+    }
   });
 
   it('refuses when the registry cannot be reached, and baton up exits 1 with the reason (-o json: image-verify)', async () => {

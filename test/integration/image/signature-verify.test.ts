@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,7 +10,7 @@ import {
   TrustedKeySet,
   verifyKeylessImageSignature,
 } from '@baton/audit';
-import { type ImageTrustPolicy, RegistryClient, verifyImages } from '@baton/core';
+import { dockerConfigCredentials, type ImageTrustPolicy, RegistryClient, verifyImages } from '@baton/core';
 import { ImageVerifyError } from '@baton/errors';
 import { MEDIA_TYPE, SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
 import {
@@ -19,6 +19,7 @@ import {
   type KeylessSignOptions,
   type LocalRegistry,
   type LocalSigstore,
+  startRegistry,
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -244,5 +245,54 @@ describe('keyless signatures: a certificate for an OIDC identity, checked agains
     expect(await failure(tampered, `sha256:${'d'.repeat(64)}`)).toMatch(
       /^sig: (its transparency log entry is of another signature|the signature does not verify)/,
     );
+  });
+});
+
+describe("a registry that wants a login: the operator's Docker config", () => {
+  // Distribution with htpasswd (bcrypt), the same signed image: baton reads it with the login `docker login` wrote.
+  const PASSWORD = 'registry-pass-never-printed';
+  let locked: LocalRegistry;
+  let image: string;
+  let home: string;
+
+  beforeAll(async () => {
+    locked = await startRegistry({ dir: join(dir, 'locked'), auth: { username: 'alice', password: PASSWORD } });
+    const { layout } = images.layout('signed', 'one');
+    await signLayout(layout, 'ghcr.io/example/app', RELEASE_KEY);
+    image = `ghcr.io/example/app@${await locked.push(layout, 'example/app', 'signed')}`;
+    home = join(dir, 'operator');
+    mkdirSync(join(home, '.docker'), { recursive: true });
+  }, 120_000);
+  afterAll(async () => {
+    await locked?.stop();
+  });
+
+  const withLogin = (password: string | undefined) => {
+    const auths = password ? { [locked.host]: { auth: Buffer.from(`alice:${password}`).toString('base64') } } : {};
+    writeFileSync(join(home, '.docker', 'config.json'), JSON.stringify({ auths }));
+    return new RegistryClient({
+      mirrors: { 'ghcr.io': `http://${locked.host}` },
+      credentials: dockerConfigCredentials({ env: { HOME: home } }),
+    });
+  };
+
+  it('verifies with the login, and without one says where a login would go', async () => {
+    const [v] = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(PASSWORD));
+    expect(v).toMatchObject({ image, signedBy: RELEASE_KEY.verifierKey });
+    const err = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(undefined)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageVerifyError);
+    expect((err as Error).message).toContain(
+      `cannot read its signatures: http://${locked.host} requires credentials to read example/app (Basic); baton found no login for ${locked.host} in ${join(home, '.docker', 'config.json')}: run \`docker login ${locked.host}\``,
+    );
+  });
+
+  it('refuses a stale login naming the file it came from, and no message carries a password', async () => {
+    const err = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(`${PASSWORD}-old`)).catch(
+      (e: unknown) => e,
+    );
+    expect((err as Error).message).toContain(
+      `http://${locked.host} refused the login from ${join(home, '.docker', 'config.json')} (auths) for example/app (401)`,
+    );
+    expect((err as Error).message).not.toContain(PASSWORD);
   });
 });

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.js';
 import type { ManifestSet } from '../manifest-set.js';
 import { podImages } from './pod-images.js';
 import { RegistryClient } from './registry-client.js';
+import { dockerConfigCredentials } from './registry-credentials.js';
 import { imageTrustPolicy } from './trust-policy.js';
 import { type VerifiedImage, verifyImages } from './verify-images.js';
 
@@ -24,7 +25,7 @@ export interface ImageCheck {
 export interface CheckImagesOptions {
   /** `--insecure-skip-image-verify`: push without verifying (loud, and recorded). */
   readonly skipVerify?: boolean;
-  /** @default a client with the plan's push.images.mirrors */
+  /** @default a client with the plan's push.images.mirrors, and the logins of its Docker config */
   readonly registry?: RegistryClient;
 }
 
@@ -53,7 +54,9 @@ export async function checkImages(
     );
     return { verification: 'no-policy', images, verified: [] };
   }
-  const registry = options.registry ?? new RegistryClient({ mirrors: plan.push.images.mirrors });
+  const { mirrors, credentials: file } = plan.push.images;
+  const registry =
+    options.registry ?? new RegistryClient({ mirrors, credentials: dockerConfigCredentials(file ? { file } : {}) });
   const verified = await verifyImages(images, policy, registry);
   log.info({ policy: policy.source, verified: verified.map((v) => `${v.image} ${v.signedBy}`) }, 'images verified');
   return { verification: 'verified', images, verified, policy: policy.source };
