@@ -131,6 +131,8 @@ export async function configureStack(
     auditLog: s.auditLogPath,
     signingKey: s.signingKeyPath,
     journalDir: s.journalDir,
+    // How the bed's plan verifies its images (the bed's key, or Flux's keyless identity, at the bed's registry).
+    images: JSON.stringify(loadHandoffPlan(s.planPath).plan.push.images),
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
   const secrets: Record<string, string> = {

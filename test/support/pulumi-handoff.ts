@@ -28,6 +28,8 @@ export async function expectPulumiHandoff(bed: HandoffBed<ControllerSide>, profi
   expect(events.map((e) => [e.runId, e.outcome, e.actor.via, e.plan.push.profile])).toEqual([
     [up.receipt?.runId, 'handed-off', 'pulumi', profile],
   ]);
+  // The stack's config `images` carries the bed's trust policy: every image was verified before the mint.
+  expect(events[0]?.plan.push.images?.verification).toBe('verified');
   for (const secret of [bed.side.git.credentials.password, ...bed.side.secretValues])
     expect(printed + readFileSync(up.statePath, 'utf8')).not.toContain(secret);
   expect(printed).not.toMatch(JWT_PATTERN);

@@ -83,6 +83,17 @@ export interface AuditSpec {
 export interface ImageTrustSpec {
   /** Trusted-keys file whose keys the images must be signed by, instead of the profile's imageTrust. */
   readonly trustedKeys?: string;
+  /** Keyless signers: a Sigstore trusted root file and the OIDC identities it may vouch for (either kind verifies). */
+  readonly keyless?: {
+    readonly trustedRoot: string;
+    readonly identities: readonly {
+      readonly issuer: string;
+      readonly subject?: string;
+      readonly subjectRegExp?: string;
+    }[];
+  };
+  /** A Docker config.json whose logins signatures are read with. @default $DOCKER_CONFIG's, else ~/.docker's */
+  readonly credentials?: string;
   /** Where signatures are read instead of `https://<host>`, by registry host. */
   readonly mirrors?: Readonly<Record<string, string>>;
 }

@@ -141,6 +141,12 @@ describe('Handoff (wiring, mocked engine)', () => {
         'project:pullPassword': 'pw-from-config',
         'project:webhookSecret': 'whsec-from-config',
         'project:takeoverTimeoutSeconds': '45',
+        'project:images': JSON.stringify({
+          trustedKeys: 'keys/image-keys.yaml',
+          keyless: { trustedRoot: '/etc/sigstore/root.json', identities: [{ issuer: 'https://i', subject: 's' }] },
+          credentials: 'docker/config.json',
+          mirrors: { 'ghcr.io': 'http://127.0.0.1:5000' },
+        }),
       },
       ['project:pullPassword', 'project:webhookSecret'],
     );
@@ -156,6 +162,14 @@ describe('Handoff (wiring, mocked engine)', () => {
     });
     expect(run.inputs.takeover).toEqual({ timeoutSeconds: 45 });
     expect(run.inputs.audit.signingKeyPath).toBe(`${process.cwd()}/audit/baton.key`);
+    expect(run.inputs.push).toEqual({
+      images: {
+        trustedKeys: `${process.cwd()}/keys/image-keys.yaml`,
+        keyless: { trustedRoot: '/etc/sigstore/root.json', identities: [{ issuer: 'https://i', subject: 's' }] },
+        credentials: `${process.cwd()}/docker/config.json`,
+        mirrors: { 'ghcr.io': 'http://127.0.0.1:5000' },
+      },
+    });
     for (const key of ['kubeconfig', 'pullCredential', 'pushSecrets'])
       expect(isSecretValue(run.inputs[key]), key).toBe(true);
   });

@@ -22,8 +22,9 @@ export interface HandoffArgs {
   /** Push-only Secrets (never in Git) by name, e.g. `{ 'baton-webhook': { secret } }`. Always secrets. @default {} */
   readonly pushSecrets?: pulumi.Input<Record<string, pulumi.Input<Record<string, pulumi.Input<string>>>>>;
   /**
-   * The push window, field manager and how the images are verified (`images`: a trusted-keys file and registry
-   * mirrors; docs/images.md). @default budgetSeconds 300, fieldManager 'baton-bootstrap', the profile's imageTrust
+   * The push window, field manager and how the images are verified (`images`: trusted keys, keyless identities, the
+   * Docker config with registry logins, mirrors; docs/images.md; files relative to the program's directory).
+   * @default budgetSeconds 300, fieldManager 'baton-bootstrap', the profile's imageTrust
    */
   readonly push?: pulumi.Input<{
     readonly budgetSeconds?: number;
@@ -105,6 +106,12 @@ export class Handoff extends pulumi.ComponentResource {
       ...(a.signingKeyPath ? { signingKeyPath: abs(a.signingKeyPath) } : {}),
     }));
     const journalDir = pulumi.output(args.journalDir ?? '.baton/journal').apply(abs);
+    const push =
+      args.push === undefined
+        ? undefined
+        : pulumi
+            .output(args.push)
+            .apply((p) => (p.images ? { ...p, images: imagesWithAbsolutePaths(p.images, abs) } : p));
     const clusterName = pulumi.output(args.clusterName ?? name);
     const run = new HandoffRun(
       name,
@@ -116,7 +123,7 @@ export class Handoff extends pulumi.ComponentResource {
         controller,
         pullCredential: pulumi.secret(args.pullCredential),
         pushSecrets: pulumi.secret(args.pushSecrets ?? {}),
-        push: args.push,
+        push,
         takeover: args.takeover,
         audit,
         journalDir,
@@ -127,7 +134,7 @@ export class Handoff extends pulumi.ComponentResource {
       clusterName,
       batonNamespace: args.batonNamespace,
       controller,
-      push: args.push,
+      push,
       audit,
       // Keys only: the plan digest covers Secret keys, never values, so the preview needs no secret.
       pullKeys: pulumi.unsecret(pulumi.output(args.pullCredential).apply((m) => Object.keys(m))),
@@ -195,4 +202,14 @@ export function formatPreview(p: HandoffPreview): string {
     ),
     `  confinement ${p.confinement.policyName}: ${p.confinement.validationCount} validations (${p.confinement.policyBytes} bytes) allow only ${p.confinement.allowed.length} writes; ${p.confinement.content}`,
   ].join('\n');
+}
+
+/** `images` with its files (trusted keys, trusted root, Docker config) resolved by `abs`. */
+function imagesWithAbsolutePaths(images: ImageTrustSpec, abs: (p: string) => string): ImageTrustSpec {
+  return {
+    ...images,
+    ...(images.trustedKeys ? { trustedKeys: abs(images.trustedKeys) } : {}),
+    ...(images.credentials ? { credentials: abs(images.credentials) } : {}),
+    ...(images.keyless ? { keyless: { ...images.keyless, trustedRoot: abs(images.keyless.trustedRoot) } } : {}),
+  };
 }

@@ -2,7 +2,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { z } from 'zod';
 import { controllerOf } from './controllers.js';
 import { Handoff, type HandoffArgs } from './handoff.js';
-import type { AuditSpec } from './handoff-inputs.js';
+import type { AuditSpec, ImageTrustSpec } from './handoff-inputs.js';
 
 /**
  * The config keys a stack of baton's reads (`pulumi config set <key> <value>`; secrets with `--secret`):
@@ -40,6 +40,7 @@ export const STACK_CONFIG_KEYS = [
   'signerPkcs11',
   'signerPublicKey',
   'journalDir',
+  'images',
 ] as const;
 
 /** The stack outputs of {@link handoffFromConfig}: the receipt and the push plan. */
@@ -58,6 +59,8 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
   const revision = config.get('gitRevision');
   const pushSecrets = pushSecretsFromConfig(config);
   const journalDir = config.get('journalDir');
+  // How the images are verified (the plan's push.images, as JSON: trustedKeys, keyless, credentials, mirrors).
+  const images = config.getObject<ImageTrustSpec>('images');
   const handoff = new Handoff(config.get('clusterName') ?? pulumi.getStack(), {
     kubeconfig,
     controller: controllerOf(config.get('profile') ?? 'baton-controller', {
@@ -71,6 +74,7 @@ export function handoffFromConfig(kubeconfig: pulumi.Input<string>): HandoffStac
     }),
     pullCredential: { username: config.require('pullUsername'), password: config.requireSecret('pullPassword') },
     ...(pushSecrets ? { pushSecrets } : {}),
+    ...(images ? { push: { images } } : {}),
     takeover: { timeoutSeconds: config.getNumber('takeoverTimeoutSeconds') ?? 300 },
     audit: { logPath: config.get('auditLog') ?? 'audit/handoffs.jsonl', ...signerFromConfig(config) },
     ...(journalDir ? { journalDir } : {}),
