@@ -1,6 +1,6 @@
 import { ConfigError } from '@baton/errors';
 import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from './dsse.js';
-import { type KeylessSignature, type KeylessTrust, verifyKeylessBundle } from './keyless.js';
+import { type KeylessSignature, type KeylessTrust, verifyCosignV2Signature, verifyKeylessBundle } from './keyless.js';
 import type { Signer } from './signing-key.js';
 import { type SigstoreBundle, toSigstoreBundle, type VerifiedBundle, verifySigstoreBundle } from './sigstore-bundle.js';
 import { IN_TOTO_STATEMENT_TYPE } from './statement.js';
@@ -99,6 +99,34 @@ export async function verifyKeylessImageSignature(
   if (statement?._type !== IN_TOTO_STATEMENT_TYPE || !Array.isArray(statement.subject))
     throw new ConfigError(`${where}: the payload is not an in-toto Statement v1`);
   checkImageStatement(statement, digest, where);
+  return verified;
+}
+
+/**
+ * Verifies a cosign v2 keyless signature of the image manifest `digest` (a layer of its `sha256-<hex>.sig` tag:
+ * `payload` and the layer's `annotations`) by an identity of `trust`, then that the simple-signing payload names
+ * that digest.
+ * @throws {ConfigError} naming `where` and what failed.
+ */
+export async function verifyCosignV2ImageSignature(
+  payload: Buffer,
+  annotations: Readonly<Record<string, string>>,
+  digest: string,
+  trust: KeylessTrust,
+  where: string,
+): Promise<KeylessSignature> {
+  const verified = await verifyCosignV2Signature(payload, annotations, trust, where);
+  let simple: { critical?: { type?: string; image?: { 'docker-manifest-digest'?: string } } };
+  try {
+    simple = JSON.parse(payload.toString('utf8'));
+  } catch {
+    throw new ConfigError(`${where}: the payload is not JSON`);
+  }
+  if (simple?.critical?.type !== 'cosign container image signature')
+    throw new ConfigError(`${where}: the payload is not a cosign container image signature`);
+  const signed = simple.critical.image?.['docker-manifest-digest'];
+  if (signed !== digest)
+    throw new ConfigError(`${where}: signs ${signed ?? 'no digest'}, not ${digest}: a signature of another image`);
   return verified;
 }
 

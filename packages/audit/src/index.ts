@@ -32,12 +32,21 @@ export {
   COSIGN_SIGN_PREDICATE_TYPE,
   imageSignatureStatement,
   signImage,
+  verifyCosignV2ImageSignature,
   verifyImageSignature,
   verifyKeylessImageSignature,
 } from './image-signature.js';
 export { readSigningKeyFile, writeSigningKeyFile, writeSigningKeyPair } from './key-files.js';
 export type { KeylessIdentity, KeylessSignature, KeylessTrust } from './keyless.js';
-export { describeIdentity, isKeylessBundle, keylessTrust, verifyKeylessBundle } from './keyless.js';
+export {
+  COSIGN_ANNOTATIONS,
+  COSIGN_SIMPLE_SIGNING_MEDIA_TYPE,
+  describeIdentity,
+  isKeylessBundle,
+  keylessTrust,
+  verifyCosignV2Signature,
+  verifyKeylessBundle,
+} from './keyless.js';
 export type { LineBlock, ReadLineBlocksOptions } from './line-blocks.js';
 export { forEachLine, readLineBlocks } from './line-blocks.js';
 export {

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { ConfigError } from '@baton/errors';
-import type { TrustMaterial, toSignedEntity, Verifier } from '@sigstore/verify';
+import type { SignedEntity, TrustMaterial, toSignedEntity, Verifier } from '@sigstore/verify';
 import { IN_TOTO_PAYLOAD_TYPE } from './dsse.js';
 
 // Keyless trust: a signature by a short-lived certificate that a Fulcio CA issued to an OIDC identity (a CI workflow,
@@ -109,7 +110,7 @@ export async function verifyKeylessBundle(
   trust: KeylessTrust,
   where: string,
 ): Promise<KeylessSignature> {
-  const { bundleFromJSON, toSignedEntity, VerificationError, Verifier } = await sigstoreJs();
+  const { bundleFromJSON, toSignedEntity } = await sigstoreJs();
   let entity: ReturnType<typeof toSignedEntity>;
   let payload: Buffer;
   try {
@@ -124,6 +125,95 @@ export async function verifyKeylessBundle(
       cause: err,
     });
   }
+  return { ...(await verifyEntity(entity, trust, where)), payload };
+}
+
+/** The content a cosign v2 signature signs: the "simple signing" payload naming the image's manifest digest. */
+export const COSIGN_SIMPLE_SIGNING_MEDIA_TYPE = 'application/vnd.dev.cosign.simplesigning.v1+json';
+
+/** The annotations cosign v2 puts on a signature layer of an image's `sha256-<hex>.sig` tag. */
+export const COSIGN_ANNOTATIONS = {
+  signature: 'dev.cosignproject.cosign/signature',
+  certificate: 'dev.sigstore.cosign/certificate',
+  chain: 'dev.sigstore.cosign/chain',
+  bundle: 'dev.sigstore.cosign/bundle',
+} as const;
+
+/**
+ * Verifies a cosign v2 keyless signature (a layer of the image's `sha256-<hex>.sig` tag, as cosign before v3 and
+ * every image signed with it carry them): the simple-signing `payload` signed by the certificate in the layer's
+ * annotations, logged in Rekor (the annotation's signed entry timestamp), against `trust`; then the identity. The
+ * caller checks what the payload names.
+ * @throws {ConfigError} naming `where` and what failed (a key-signed v2 signature included: it has no certificate).
+ */
+export async function verifyCosignV2Signature(
+  payload: Buffer,
+  annotations: Readonly<Record<string, string>>,
+  trust: KeylessTrust,
+  where: string,
+): Promise<KeylessSignature> {
+  const { bundleFromJSON, toSignedEntity } = await sigstoreJs();
+  const a = COSIGN_ANNOTATIONS;
+  if (!annotations[a.certificate])
+    throw new ConfigError(
+      `${where}: a cosign v2 signature by a key (no certificate); baton verifies key signatures as cosign v3 bundles (cosign sign --key with cosign v3, or pnpm image:build --sign-key)`,
+    );
+  let entity: ReturnType<typeof toSignedEntity>;
+  try {
+    const certificates = [annotations[a.certificate] ?? '', annotations[a.chain] ?? '']
+      .flatMap((pem) => pemBlocks(pem))
+      .map((der) => ({ rawBytes: der.toString('base64') }));
+    const rekor = JSON.parse(annotations[a.bundle] ?? 'null') as {
+      SignedEntryTimestamp?: string;
+      Payload?: { body?: string; integratedTime?: number; logIndex?: number; logID?: string };
+    } | null;
+    if (!rekor?.SignedEntryTimestamp || !rekor.Payload?.body)
+      throw new Error('it carries no Rekor entry (bundle annotation)');
+    const body = JSON.parse(Buffer.from(rekor.Payload.body, 'base64').toString('utf8')) as {
+      kind?: string;
+      apiVersion?: string;
+    };
+    const bundle = bundleFromJSON({
+      mediaType: 'application/vnd.dev.sigstore.bundle+json;version=0.1',
+      verificationMaterial: {
+        x509CertificateChain: { certificates },
+        tlogEntries: [
+          {
+            logIndex: String(rekor.Payload.logIndex ?? 0),
+            logId: { keyId: Buffer.from(rekor.Payload.logID ?? '', 'hex').toString('base64') },
+            kindVersion: { kind: body.kind, version: body.apiVersion },
+            integratedTime: String(rekor.Payload.integratedTime ?? 0),
+            inclusionPromise: { signedEntryTimestamp: rekor.SignedEntryTimestamp },
+            canonicalizedBody: rekor.Payload.body,
+          },
+        ],
+      },
+      messageSignature: {
+        messageDigest: { algorithm: 'SHA2_256', digest: createHash('sha256').update(payload).digest('base64') },
+        signature: annotations[a.signature] ?? '',
+      },
+    });
+    entity = toSignedEntity(bundle, payload);
+  } catch (err) {
+    throw new ConfigError(`${where}: not a cosign v2 keyless signature: ${(err as Error).message}`, { cause: err });
+  }
+  return { ...(await verifyEntity(entity, trust, where)), payload };
+}
+
+/** The DER of each certificate of a PEM text. */
+function pemBlocks(pem: string): Buffer[] {
+  return [...pem.matchAll(/-----BEGIN CERTIFICATE-----([^-]+)-----END CERTIFICATE-----/g)].map((m) =>
+    Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64'),
+  );
+}
+
+/** sigstore-js's verification of `entity` against the trusted root, then the trusted identities. */
+async function verifyEntity(
+  entity: SignedEntity,
+  trust: KeylessTrust,
+  where: string,
+): Promise<{ issuer: string; subject: string }> {
+  const { VerificationError, Verifier } = await sigstoreJs();
   let signer: ReturnType<Verifier['verify']>;
   try {
     signer = new Verifier(trust.material).verify(entity);
@@ -142,7 +232,7 @@ export async function verifyKeylessBundle(
     throw new ConfigError(
       `${where}: signed by ${subject || 'no subject'} (issuer ${issuer || 'none'}), which no trusted identity matches (${trust.identities.map(describeIdentity).join('; ')})`,
     );
-  return { issuer, subject, payload };
+  return { issuer, subject };
 }
 
 function identityMatches(id: KeylessIdentity, issuer: string, subject: string): boolean {

@@ -12,7 +12,7 @@ import { ConfigError } from '@baton/errors';
 import { SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
 import { createLocalSigstore, type KeylessSigner, type LocalSigstore } from './local-sigstore.js';
 import { cacheRoot } from './paths.js';
-import { attachToRegistry } from './registry.js';
+import { attachToRegistry, putCosignV2Signature } from './registry.js';
 
 /** The name of the test bed's image-signing key: it stands for a release key, and signs nothing else. */
 export const BED_IMAGE_KEY_NAME = 'testenv.baton.dev/images';
@@ -65,7 +65,8 @@ export function bedSigstore(): Promise<LocalSigstore> {
 
 /**
  * Signs the image `subject` already pushed to the registry at `registryHost` keylessly, as a release workflow
- * running as `signer` does (`cosign sign` with the workflow's OIDC token): the bundle attached as a referrer.
+ * running as `signer` does (`cosign sign` with the workflow's OIDC token): by default as cosign v3 does, a bundle
+ * attached as a referrer; `cosign-v2`, as images signed before cosign v3 carry it, in the `sha256-<hex>.sig` tag.
  */
 export async function signKeylessInRegistry(
   registryHost: string,
@@ -73,16 +74,16 @@ export async function signKeylessInRegistry(
   subject: string,
   name: string,
   signer: KeylessSigner,
+  format: 'bundle' | 'cosign-v2' = 'bundle',
 ): Promise<void> {
-  const bundle = await (await bedSigstore()).signImage(name, subject, signer);
-  await attachToRegistry(
-    registryHost,
-    repository,
-    subject,
-    Buffer.from(JSON.stringify(bundle)),
-    SIGSTORE_BUNDLE_MEDIA_TYPE,
-    SIGNATURE_ANNOTATIONS,
-  );
+  const sigstore = await bedSigstore();
+  if (format === 'cosign-v2') {
+    const { payload, annotations } = await sigstore.signImageCosignV2(name, subject, signer);
+    await putCosignV2Signature(registryHost, repository, subject, payload, annotations);
+    return;
+  }
+  const bundle = Buffer.from(JSON.stringify(await sigstore.signImage(name, subject, signer)));
+  await attachToRegistry(registryHost, repository, subject, bundle, SIGSTORE_BUNDLE_MEDIA_TYPE, SIGNATURE_ANNOTATIONS);
 }
 
 /** A plan's `push.images` for a bed's images: trust the bed's key, read ghcr.io and the others at its registry. */

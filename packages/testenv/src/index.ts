@@ -92,4 +92,4 @@ export { createPulumiEnv } from './pulumi/pulumi-env.js';
 export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
 export type { LocalRegistry, RegistryAuth, StartRegistryOptions } from './registry.js';
-export { attachToRegistry, startRegistry } from './registry.js';
+export { attachToRegistry, putCosignV2Signature, startRegistry } from './registry.js';

@@ -46,6 +46,16 @@ export interface LocalSigstore {
   readonly trustedRoot: Record<string, unknown>;
   /** A cosign v3 keyless image signature bundle of `name@digest`, by `signer`. */
   signImage(name: string, digest: string, signer: KeylessSigner, options?: KeylessSignOptions): Promise<unknown>;
+  /**
+   * A cosign v2 keyless image signature of `name@digest`: the simple-signing payload (the layer of the image's
+   * `sha256-<hex>.sig` tag) and the layer's annotations (signature, certificate, chain, Rekor bundle).
+   */
+  signImageCosignV2(
+    name: string,
+    digest: string,
+    signer: KeylessSigner,
+    options?: KeylessSignOptions,
+  ): Promise<{ payload: Buffer; annotations: Record<string, string> }>;
 }
 
 interface LogKey {
@@ -180,17 +190,75 @@ export async function createLocalSigstore(options: { now?: Date } = {}): Promise
         payloadType: IN_TOTO_PAYLOAD_TYPE,
         signatures: [{ sig: b64(sig), keyid: '' }],
       };
-      const loggedAt = opts.loggedAfterExpiry ? cert.notAfter.getTime() + opts.loggedAfterExpiry * 1000 : Date.now();
+      const body = {
+        apiVersion: '0.0.1',
+        kind: 'dsse',
+        spec: {
+          envelopeHash: { algorithm: 'sha256', value: sha256Hex(JSON.stringify(envelope)) },
+          payloadHash: { algorithm: 'sha256', value: sha256Hex(payload) },
+          signatures: [{ signature: b64(sig), verifier: b64(Buffer.from(cert.toString('pem'))) }],
+        },
+      };
+      const entry = await logEntry(authority, body, loggedAt(cert, opts), opts);
       return {
         mediaType: SIGSTORE_BUNDLE_MEDIA_TYPE,
         verificationMaterial: {
           certificate: { rawBytes: b64(Buffer.from(cert.rawData)) },
-          tlogEntries: [await logEntry(authority, cert, envelope, payload, sig, loggedAt, opts)],
+          tlogEntries: [entry],
         },
         dsseEnvelope: envelope,
       };
     },
+    async signImageCosignV2(name, digest, signer, opts = {}) {
+      const { cert, keys } = await issueCertificate(authority, serial++, signer, opts);
+      // cosign v2: the simple-signing payload, signed as a blob; the Rekor entry is a hashedrekord of it.
+      const payload = Buffer.from(
+        JSON.stringify({
+          critical: {
+            identity: { 'docker-reference': name },
+            image: { 'docker-manifest-digest': digest },
+            type: 'cosign container image signature',
+          },
+          optional: null,
+        }),
+      );
+      const sig = await derSign(keys.privateKey, payload);
+      const body = {
+        apiVersion: '0.0.1',
+        kind: 'hashedrekord',
+        spec: {
+          data: { hash: { algorithm: 'sha256', value: sha256Hex(payload) } },
+          signature: { content: b64(sig), publicKey: { content: b64(Buffer.from(cert.toString('pem'))) } },
+        },
+      };
+      const entry = await logEntry(authority, body, loggedAt(cert, opts), opts);
+      const rekorBundle = {
+        SignedEntryTimestamp: (entry.inclusionPromise as { signedEntryTimestamp: string }).signedEntryTimestamp,
+        Payload: {
+          body: entry.canonicalizedBody,
+          integratedTime: Number(entry.integratedTime),
+          logIndex: 0,
+          logID: authority.tlog.logId.toString('hex'),
+        },
+      };
+      return {
+        payload,
+        annotations: {
+          'dev.cosignproject.cosign/signature': b64(sig),
+          'dev.sigstore.cosign/certificate': cert.toString('pem'),
+          'dev.sigstore.cosign/chain': authority.ca.toString('pem'),
+          'dev.sigstore.cosign/bundle': JSON.stringify(rekorBundle),
+        },
+      };
+    },
   };
+}
+
+const sha256Hex = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+
+/** When the log records the entry: now, or after the certificate expired when the test asks. */
+function loggedAt(cert: x509.X509Certificate, opts: KeylessSignOptions): number {
+  return opts.loggedAfterExpiry ? cert.notAfter.getTime() + opts.loggedAfterExpiry * 1000 : Date.now();
 }
 
 /** Fulcio's part: an ephemeral key, a 10-minute certificate naming the identity, with a CT log's SCT embedded. */
@@ -253,28 +321,14 @@ async function issueCertificate(
   return { cert: await x509.X509CertificateGenerator.create({ ...base, extensions: [...extensions, sctExt] }), keys };
 }
 
-/** Rekor v1's part: a dsse entry, its signed entry timestamp, and its inclusion in a one-leaf tree. */
+/** Rekor v1's part: the entry (dsse, hashedrekord), its signed entry timestamp, its inclusion in a one-leaf tree. */
 async function logEntry(
   authority: Authority,
-  cert: x509.X509Certificate,
-  envelope: unknown,
-  payload: Buffer,
-  sig: Buffer,
+  entry: { readonly apiVersion: string; readonly kind: string; readonly spec: unknown },
   loggedAt: number,
   opts: KeylessSignOptions,
 ): Promise<Record<string, unknown>> {
-  const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
-  const body = Buffer.from(
-    JSON.stringify({
-      apiVersion: '0.0.1',
-      kind: 'dsse',
-      spec: {
-        envelopeHash: { algorithm: 'sha256', value: sha256(JSON.stringify(envelope)) },
-        payloadHash: { algorithm: 'sha256', value: sha256(payload) },
-        signatures: [{ signature: b64(sig), verifier: b64(Buffer.from(cert.toString('pem'))) }],
-      },
-    }),
-  );
+  const body = Buffer.from(JSON.stringify(entry));
   const { tlog } = authority;
   const signingKey = (opts.rogueLog ? authority.rogue : tlog).keys.privateKey;
   const integratedTime = Math.floor(loggedAt / 1000);
@@ -290,7 +344,7 @@ async function logEntry(
   return {
     logIndex: '0',
     logId: { keyId: b64(tlog.logId) },
-    kindVersion: { kind: 'dsse', version: '0.0.1' },
+    kindVersion: { kind: entry.kind, version: entry.apiVersion },
     integratedTime: String(integratedTime),
     inclusionPromise: { signedEntryTimestamp: b64(set) },
     inclusionProof: {

@@ -231,6 +231,50 @@ export async function attachToRegistry(
   return digest;
 }
 
+/**
+ * Puts a cosign v2 signature of the image `subject` (a digest) in `repository`: the `sha256-<hex>.sig` tag, a manifest
+ * whose layer is the simple-signing `payload` with the signature's `annotations`, as cosign before v3 pushes them.
+ */
+export async function putCosignV2Signature(
+  host: string,
+  repository: string,
+  subject: string,
+  payload: Buffer,
+  annotations: Readonly<Record<string, string>>,
+  auth?: RegistryAuth,
+): Promise<void> {
+  const config = Buffer.from(
+    JSON.stringify({ architecture: '', os: '', config: {}, rootfs: { type: 'layers', diff_ids: [sha256(payload)] } }),
+  );
+  const blobs = new Map([
+    [sha256(config), config],
+    [sha256(payload), payload],
+  ]);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_MANIFEST,
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
+      layers: [
+        {
+          mediaType: 'application/vnd.dev.cosign.simplesigning.v1+json',
+          digest: sha256(payload),
+          size: payload.length,
+          annotations,
+        },
+      ],
+    }),
+  );
+  await putManifest(
+    target(host, auth),
+    repository,
+    manifest,
+    OCI_MANIFEST,
+    [`${subject.replace(':', '-')}.sig`],
+    async (d) => blobs.get(d) ?? Buffer.alloc(0),
+  );
+}
+
 /** An entry of a layout's index.json. */
 interface LayoutEntry {
   readonly digest: string;

@@ -19,6 +19,7 @@ import {
   type KeylessSignOptions,
   type LocalRegistry,
   type LocalSigstore,
+  putCosignV2Signature,
   startRegistry,
 } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +80,7 @@ describe('verifying pinned images before the push, from their registry', () => {
 
   it('refuses an unsigned image, naming the image, the registry read and the two ways on', async () => {
     expect(await refusal([ref('signed'), ref('unsigned')])).toBe(
-      `image ${ref('unsigned')}: unsigned: http://${registry.host} lists no signature (Sigstore bundle referrer) of ${digests.unsigned}; sign it (cosign sign --key, pnpm image:build --sign-key) or pass --insecure-skip-image-verify to push it unverified (recorded in the audit event)`,
+      `image ${ref('unsigned')}: unsigned: http://${registry.host} lists no signature of ${digests.unsigned} (no Sigstore bundle referrer, no cosign ${digests.unsigned.replace(':', '-')}.sig tag); sign it (cosign sign, pnpm image:build --sign-key) or pass --insecure-skip-image-verify to push it unverified (recorded in the audit event)`,
     );
   });
 
@@ -211,6 +212,49 @@ describe('keyless signatures: a certificate for an OIDC identity, checked agains
       client,
     );
     expect(both.map((v) => v.signedBy)).toEqual([RELEASE_KEY.verifierKey, `${WORKFLOW} from ${ISSUER}`]);
+  });
+
+  it("verifies cosign v2's keyless signatures (the sha256-<hex>.sig tag), refusing another identity or image", async () => {
+    // What images signed before cosign v3 carry: the simple-signing payload as a layer of the `.sig` tag, the
+    // certificate, chain and Rekor entry (hashedrekord, signed entry timestamp) in the layer's annotations.
+    const v2 = async (
+      tag: string,
+      sign: (digest: string) => Promise<{ payload: Buffer; annotations: Record<string, string> }>,
+    ) => {
+      const digest = await registry.push(images.layout(tag, `cosign v2 ${tag}`).layout, 'example/app', tag);
+      const { payload, annotations } = await sign(digest);
+      await putCosignV2Signature(registry.host, 'example/app', digest, payload, annotations);
+      return `ghcr.io/example/app@${digest}`;
+    };
+    const byRelease = await v2('v2-release', (d) =>
+      sigstore.signImageCosignV2('ghcr.io/example/app', d, { issuer: ISSUER, subject: WORKFLOW }),
+    );
+    const [v] = await verifyImages([byRelease], await keylessPolicy(releases), client);
+    expect(v).toMatchObject({ image: byRelease, signedBy: `${WORKFLOW} from ${ISSUER}` });
+    const byEvil = await v2('v2-evil', (d) =>
+      sigstore.signImageCosignV2('ghcr.io/example/app', d, { issuer: ISSUER, subject: 'https://github.com/evil/x' }),
+    );
+    const evil = await verifyImages([byEvil], await keylessPolicy(releases), client).catch((e: Error) => e.message);
+    expect(evil).toMatch(
+      /: cosign v2 signature sha256:[0-9a-f]{64}: signed by https:\/\/github\.com\/evil\/x \(issuer /,
+    );
+    // A valid v2 signature of the release image, copied to another image's `.sig` tag.
+    const releaseDigest = byRelease.split('@')[1]!;
+    const copied = await v2('v2-copied', () =>
+      sigstore.signImageCosignV2('ghcr.io/example/app', releaseDigest, { issuer: ISSUER, subject: WORKFLOW }),
+    );
+    const copiedErr = await verifyImages([copied], await keylessPolicy(releases), client).catch(
+      (e: Error) => e.message,
+    );
+    expect(copiedErr).toContain(`signs ${releaseDigest}, not ${copied.split('@')[1]}: a signature of another image`);
+    // Logged by a log the root does not list.
+    const rogue = await v2('v2-rogue', (d) =>
+      sigstore.signImageCosignV2('ghcr.io/example/app', d, { issuer: ISSUER, subject: WORKFLOW }, { rogueLog: true }),
+    );
+    const rogueErr = await verifyImages([rogue], await keylessPolicy(releases), client).catch((e: Error) => e.message);
+    expect(rogueErr).toContain('its transparency log entry is not signed by a log of the root');
+    const keysOnly = await refusal([byRelease]);
+    expect(keysOnly).toContain(': profile app: imageTrust trusts keys only, which baton verifies in cosign v3 bundles');
   });
 
   it('refuses bundles whose certificate, log entry or payload do not hold, each saying what failed', async () => {

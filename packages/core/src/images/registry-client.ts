@@ -33,6 +33,7 @@ export class RegistryError extends Error {
 
 const INDEX = 'application/vnd.oci.image.index.v1+json';
 const MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
+const DOCKER_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
 /** Signatures and their listings are small; a registry sending more is refused rather than read. */
 const MAX_JSON_BYTES = 4 << 20;
 
@@ -75,6 +76,19 @@ export class RegistryClient {
     const index = (await this.#json(ref, res, 'the referrers of the image')) as { manifests?: RegistryDescriptor[] };
     const all = Array.isArray(index.manifests) ? index.manifests : [];
     return artifactType ? all.filter((d) => d.artifactType === artifactType) : all;
+  }
+
+  /**
+   * The layers of the image's cosign v2 signature manifest (the `sha256-<hex>.sig` tag, where cosign before v3 puts
+   * signatures), with their annotations; none when there is no such tag. The tag is not content-addressed: what
+   * vouches for a layer is its signature, checked by the caller.
+   * @throws {RegistryError} when the registry cannot be reached or answers otherwise.
+   */
+  async cosignV2Signatures(ref: ImageRef, digest: string): Promise<RegistryDescriptor[]> {
+    const res = await this.#get(ref, `manifests/${digest.replace(':', '-')}.sig`, `${MANIFEST}, ${DOCKER_MANIFEST}`);
+    if (res.status === 404) return [];
+    const manifest = (await this.#json(ref, res, 'the cosign signature manifest')) as { layers?: RegistryDescriptor[] };
+    return Array.isArray(manifest.layers) ? manifest.layers : [];
   }
 
   /**

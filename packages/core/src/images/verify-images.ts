@@ -1,14 +1,16 @@
 import {
+  COSIGN_SIMPLE_SIGNING_MEDIA_TYPE,
   isKeylessBundle,
   type KeylessTrust,
   SIGSTORE_BUNDLE_MEDIA_TYPE,
   type TrustedKeySet,
+  verifyCosignV2ImageSignature,
   verifyImageSignature,
   verifyKeylessImageSignature,
 } from '@baton/audit';
 import { ImageVerifyError } from '@baton/errors';
-import { parseImageRef } from './image-ref.js';
-import { type RegistryClient, RegistryError } from './registry-client.js';
+import { type ImageRef, parseImageRef } from './image-ref.js';
+import { type RegistryClient, type RegistryDescriptor, RegistryError } from './registry-client.js';
 
 /** The keys or keyless identities an image must be signed by (one at least), and where they were declared. */
 export interface ImageTrustPolicy {
@@ -58,48 +60,26 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
       `pinned by tag, and ${policy.source} verifies digests: pin it as ${image}@sha256:<digest> (the digest the signature names)`,
     );
   const where = client.baseOf(ref);
+  const pinned = { ...ref, digest: ref.digest };
   try {
-    const listed = await client.referrers(ref, ref.digest, SIGSTORE_BUNDLE_MEDIA_TYPE);
-    if (listed.length === 0)
-      throw refuse(
-        `unsigned: ${where} lists no signature (Sigstore bundle referrer) of ${ref.digest}; sign it (cosign sign --key, pnpm image:build --sign-key) or ${SKIP}`,
-      );
     const failures: string[] = [];
+    const listed = await client.referrers(ref, ref.digest, SIGSTORE_BUNDLE_MEDIA_TYPE);
     for (const d of listed) {
-      const manifest = (await client.manifest(ref, d.digest)) as { layers?: { mediaType?: string; digest?: string }[] };
-      const layer = manifest.layers?.find((l) => l.mediaType === SIGSTORE_BUNDLE_MEDIA_TYPE);
-      if (!layer?.digest) {
-        failures.push(`${d.digest}: no bundle layer`);
-        continue;
-      }
-      const bytes = await client.blob(ref, layer.digest);
-      let bundle: unknown;
-      try {
-        bundle = JSON.parse(bytes.toString('utf8'));
-      } catch {
-        failures.push(`${d.digest}: the bundle is not JSON`);
-        continue;
-      }
-      const label = `signature ${d.digest}`;
-      try {
-        if (isKeylessBundle(bundle)) {
-          if (!policy.keyless) {
-            failures.push(`${label}: keyless (a certificate), and ${policy.source} trusts keys only`);
-            continue;
-          }
-          const ok = await verifyKeylessImageSignature(bundle, ref.digest, policy.keyless, label);
-          return { image, digest: ref.digest, signature: d.digest, signedBy: `${ok.subject} from ${ok.issuer}` };
-        }
-        if (!policy.keys) {
-          failures.push(`${label}: signed by a key, and ${policy.source} trusts keyless identities only`);
-          continue;
-        }
-        const ok = verifyImageSignature(bundle, ref.digest, policy.keys, label);
-        return { image, digest: ref.digest, signature: d.digest, signedBy: ok.key.verifierKey };
-      } catch (err) {
-        failures.push((err as Error).message);
-      }
+      const signedBy = await verifyReferrer(pinned, d.digest, policy, client, failures);
+      if (signedBy) return { image, digest: ref.digest, signature: d.digest, signedBy };
     }
+    // cosign before v3 (and every image signed with it) keeps signatures in the `sha256-<hex>.sig` tag instead.
+    const v2 = (await client.cosignV2Signatures(ref, ref.digest)).filter(
+      (l) => l.mediaType === COSIGN_SIMPLE_SIGNING_MEDIA_TYPE,
+    );
+    for (const layer of v2) {
+      const signedBy = await verifyCosignV2Layer(pinned, layer, policy, client, failures);
+      if (signedBy) return { image, digest: ref.digest, signature: layer.digest, signedBy };
+    }
+    if (listed.length === 0 && v2.length === 0)
+      throw refuse(
+        `unsigned: ${where} lists no signature of ${ref.digest} (no Sigstore bundle referrer, no cosign ${ref.digest.replace(':', '-')}.sig tag); sign it (cosign sign, pnpm image:build --sign-key) or ${SKIP}`,
+      );
     throw refuse(
       `no signature verifies with the ${trusted(policy)} of ${policy.source}: ${failures.join('; ')}; ${SKIP}`,
     );
@@ -110,6 +90,73 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
         err,
       );
     throw err;
+  }
+}
+
+/** Who signed the bundle referrer `digest`, or undefined with why pushed to `failures`. */
+async function verifyReferrer(
+  ref: ImageRef & { digest: string },
+  digest: string,
+  policy: ImageTrustPolicy,
+  client: RegistryClient,
+  failures: string[],
+): Promise<string | undefined> {
+  const manifest = (await client.manifest(ref, digest)) as { layers?: { mediaType?: string; digest?: string }[] };
+  const layer = manifest.layers?.find((l) => l.mediaType === SIGSTORE_BUNDLE_MEDIA_TYPE);
+  if (!layer?.digest) {
+    failures.push(`${digest}: no bundle layer`);
+    return undefined;
+  }
+  const bytes = await client.blob(ref, layer.digest);
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    failures.push(`${digest}: the bundle is not JSON`);
+    return undefined;
+  }
+  const label = `signature ${digest}`;
+  try {
+    if (isKeylessBundle(bundle)) {
+      if (!policy.keyless) {
+        failures.push(`${label}: keyless (a certificate), and ${policy.source} trusts keys only`);
+        return undefined;
+      }
+      const ok = await verifyKeylessImageSignature(bundle, ref.digest, policy.keyless, label);
+      return `${ok.subject} from ${ok.issuer}`;
+    }
+    if (!policy.keys) {
+      failures.push(`${label}: signed by a key, and ${policy.source} trusts keyless identities only`);
+      return undefined;
+    }
+    return verifyImageSignature(bundle, ref.digest, policy.keys, label).key.verifierKey;
+  } catch (err) {
+    failures.push((err as Error).message);
+    return undefined;
+  }
+}
+
+/** Who signed a cosign v2 signature layer, or undefined with why pushed to `failures`. */
+async function verifyCosignV2Layer(
+  ref: ImageRef & { digest: string },
+  layer: RegistryDescriptor,
+  policy: ImageTrustPolicy,
+  client: RegistryClient,
+  failures: string[],
+): Promise<string | undefined> {
+  const label = `cosign v2 signature ${layer.digest}`;
+  if (!policy.keyless) {
+    failures.push(`${label}: ${policy.source} trusts keys only, which baton verifies in cosign v3 bundles`);
+    return undefined;
+  }
+  try {
+    const payload = await client.blob(ref, layer.digest);
+    const ok = await verifyCosignV2ImageSignature(payload, layer.annotations ?? {}, ref.digest, policy.keyless, label);
+    return `${ok.subject} from ${ok.issuer}`;
+  } catch (err) {
+    if (err instanceof RegistryError) throw err;
+    failures.push((err as Error).message);
+    return undefined;
   }
 }
 

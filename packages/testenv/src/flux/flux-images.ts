@@ -63,12 +63,16 @@ export async function pushFluxImages(
     const repository = i.name.slice('ghcr.io/'.length);
     const digest = await realNode.pushImage(layout, repository, i.tag);
     // And keylessly, as Flux's release workflow signs upstream's: the bed's Flux plans trust that identity only.
+    // source-controller's in cosign v2's format (the `.sig` tag), kustomize-controller's as a cosign v3 bundle, so
+    // every Flux handoff verifies both forms upstream images carry.
+    const format = i.name === FLUX_IMAGES.sourceController ? 'cosign-v2' : 'bundle';
     await signKeylessInRegistry(
       realNode.registryHost,
       repository,
       digest,
       i.name,
       fluxReleaseSigner(repository, i.tag),
+      format,
     );
     pins[i.name] = `${i.name}:${i.tag}@${digest}`;
   }
