@@ -1,16 +1,14 @@
 import { join } from 'node:path';
 import { SIGSTORE_BUNDLE_MEDIA_TYPE, SigningKey, signImage } from '@baton/audit';
+import { manifestBlobs, referrerManifest, SIGNATURE_ANNOTATIONS, signLayout, writeLayout } from '@baton/image';
 import {
-  type Descriptor,
-  filesLayer,
-  imageManifest,
-  manifestBlobs,
-  referrerManifest,
-  SIGNATURE_ANNOTATIONS,
-  signLayout,
-  writeLayout,
-} from '@baton/image';
-import { createLocalSigstore, type LocalRegistry, type LocalSigstore, startRegistry } from '@baton/testenv';
+  createLocalSigstore,
+  type LocalRegistry,
+  type LocalSigstore,
+  startRegistry,
+  type TestImage,
+  writeTestImage,
+} from '@baton/testenv';
 
 /** The release key of {@link startSignedImageRegistry}'s images, and a key nobody trusts. */
 export const RELEASE_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 1));
@@ -34,7 +32,7 @@ export interface SignedImageRegistry {
   /** The private Sigstore that signed the keyless image (its trustedRoot is what a keyless policy names). */
   readonly sigstore: LocalSigstore;
   /** Writes a one-layer image layout tagged `tag` (another content, another digest). */
-  layout(tag: string, content: string): { layout: string; image: Descriptor };
+  layout(tag: string, content: string): TestImage;
 }
 
 /**
@@ -44,17 +42,7 @@ export interface SignedImageRegistry {
 export async function startSignedImageRegistry(dir: string, repository: string): Promise<SignedImageRegistry> {
   const registry = await startRegistry({ dir: join(dir, 'registry') });
   const name = `ghcr.io/${repository}`;
-  const layout = (tag: string, content: string) => {
-    const cacheDir = join(dir, `cache-${tag}`);
-    const blobs = join(cacheDir, 'blobs');
-    const data = Buffer.from(content);
-    const layer = filesLayer({ cacheDir }, tag, [{ type: 'file', path: 'app', mode: 0o644, data }]);
-    const image = imageManifest(blobs, [layer], { entrypoint: ['/app'], env: [], exposedPorts: [], labels: {} });
-    const out = join(dir, tag);
-    const tagged = { ...image, annotations: { 'org.opencontainers.image.ref.name': tag } };
-    writeLayout(out, blobs, [tagged], manifestBlobs(blobs, image));
-    return { layout: out, image };
-  };
+  const layout = (tag: string, content: string) => writeTestImage(dir, tag, content);
   try {
     const signed = layout('signed', 'one');
     await signLayout(signed.layout, name, RELEASE_KEY);

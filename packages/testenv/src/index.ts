@@ -93,3 +93,5 @@ export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
 export type { LocalRegistry, RegistryAuth, StartRegistryOptions } from './registry.js';
 export { attachToRegistry, putCosignV2Signature, startRegistry } from './registry.js';
+export type { TestImage } from './test-image.js';
+export { writeTestImage } from './test-image.js';
