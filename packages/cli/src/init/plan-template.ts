@@ -44,11 +44,17 @@ push:
   manifests: ${q(o.manifests)}
   # The longest the push credential may live, in seconds (at most 600).
   budgetSeconds: 300
-  # Every image the push runs is verified before anything is minted: pinned by digest and signed (cosign v3) by a key
-  # of the profile's imageTrust, or of this trusted-keys file (docs/images.md). Without keys it is pushed unverified,
-  # with a warning, and the audit event says so.
+  # Every image the push runs is verified before anything is minted: pinned by digest and signed (cosign) by a key or
+  # a keyless identity of the profile's imageTrust, or of the trust named here (docs/images.md). Without either it is
+  # pushed unverified, with a warning, and the audit event says so.
   # images:
   #   trustedKeys: ./keys/image-keys.yaml
+  #   keyless:                                  # signed by a CI workflow (Fulcio certificate, Rekor entry)
+  #     trustedRoot: ./keys/trusted_root.json   # a Sigstore trusted root, read offline
+  #     identities:
+  #       - issuer: https://token.actions.githubusercontent.com
+  #         subjectRegExp: https://github\\.com/<org>/<repo>/\\.github/workflows/release\\.yml@refs/tags/v.+
+  #   credentials: ./docker/config.json         # registry logins (a Docker config); @default $DOCKER_CONFIG, ~/.docker
   #   mirrors: { ghcr.io: https://mirror.internal.example }   # where signatures are read instead of https://<host>
 ${pushSecretsBlock(o.pushSecrets ?? [])}pull:
   credential:
