@@ -117,7 +117,8 @@ export async function configureStack(
 ): Promise<void> {
   const s = bed.side;
   // The bed's plan names its profile; stacks/local's `profile` config defaults to baton-controller.
-  const { profile } = (parse(await readFile(s.planPath, 'utf8')) as { push: { profile: string } }).push;
+  const { plan } = loadHandoffPlan(s.planPath);
+  const { profile } = plan.push;
   const plain: Record<string, string> = {
     ...(profile !== 'baton-controller' ? { profile } : {}),
     clusterName: bed.clusterName,
@@ -132,7 +133,7 @@ export async function configureStack(
     signingKey: s.signingKeyPath,
     journalDir: s.journalDir,
     // How the bed's plan verifies its images (the bed's key, or Flux's keyless identity, at the bed's registry).
-    images: JSON.stringify(loadHandoffPlan(s.planPath).plan.push.images),
+    images: JSON.stringify(plan.push.images),
   };
   await run(['config', 'set-all', ...Object.entries(plain).flatMap(([k, v]) => ['--plaintext', `${k}=${v}`])]);
   const secrets: Record<string, string> = {
@@ -142,7 +143,7 @@ export async function configureStack(
   for (const [key, value] of Object.entries(secrets)) await run(['config', 'set', '--secret', key], value);
   // The plan's push-only Secrets (baton-controller's webhook key, Argo CD's argocd-redis and argocd-secret; Flux has
   // none), key by key as stacks/local's README tells a user to set them: handoffFromConfig reads `pushSecrets`.
-  for (const x of loadHandoffPlan(s.planPath).plan.push.secrets) {
+  for (const x of plan.push.secrets) {
     const keys = parse(await readFile(x.fromFile, 'utf8')) as Record<string, string>;
     for (const [key, value] of Object.entries(keys))
       await run(

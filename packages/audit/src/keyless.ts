@@ -20,13 +20,18 @@ export interface KeylessIdentity {
 }
 
 // sigstore-js is loaded when a keyless policy is read, not with every command (about 80 ms on a busy machine).
-async function sigstoreJs() {
+async function loadSigstoreJs() {
   const [bundle, specs, verify] = await Promise.all([
     import('@sigstore/bundle'),
     import('@sigstore/protobuf-specs'),
     import('@sigstore/verify'),
   ]);
   return { ...bundle, TrustedRoot: specs.TrustedRoot, ...verify };
+}
+let sigstore: ReturnType<typeof loadSigstoreJs> | undefined;
+function sigstoreJs(): ReturnType<typeof loadSigstoreJs> {
+  sigstore ??= loadSigstoreJs();
+  return sigstore;
 }
 
 /** A trusted root and the identities it may vouch for. */

@@ -64,27 +64,33 @@ export function dockerConfigCredentials(options: DockerConfigOptions = {}): Regi
     config ??= readConfig(file, options.file !== undefined);
     return config;
   };
+  // One lookup per host: a helper is a process, and a push set's images share their registries.
+  const found = new Map<string, Promise<FoundLogin | undefined>>();
+  const lookup = async (host: string): Promise<FoundLogin | undefined> => {
+    const c = await load();
+    const names = aliases(host);
+    const helper = names.map((n) => findKey(c.credHelpers, n)).find((h) => h !== undefined);
+    if (helper) return fromHelper(runHelper, helper, host);
+    if (c.credsStore) {
+      const stored = await fromHelper(runHelper, c.credsStore, names.includes(DOCKER_HUB[0]!) ? DOCKER_HUB[0]! : host);
+      if (stored) return stored;
+    }
+    for (const n of names) {
+      const entry = findKey(c.auths, n);
+      const login = entry && loginOf(entry, file, n);
+      if (login) return { login, source: `${file} (auths)` };
+    }
+    return undefined;
+  };
   return {
     file,
-    async find(host) {
-      const c = await load();
-      const names = aliases(host);
-      const helper = names.map((n) => findKey(c.credHelpers, n)).find((h) => h !== undefined);
-      if (helper) return fromHelper(runHelper, helper, host);
-      if (c.credsStore) {
-        const stored = await fromHelper(
-          runHelper,
-          c.credsStore,
-          names.includes(DOCKER_HUB[0]!) ? DOCKER_HUB[0]! : host,
-        );
-        if (stored) return stored;
+    find(host) {
+      let f = found.get(host);
+      if (!f) {
+        f = lookup(host);
+        found.set(host, f);
       }
-      for (const n of names) {
-        const entry = findKey(c.auths, n);
-        const login = entry && loginOf(entry, file, n);
-        if (login) return { login, source: `${file} (auths)` };
-      }
-      return undefined;
+      return f;
     },
   };
 }
