@@ -78,6 +78,11 @@ export interface SideRow<S extends ControllerSide> {
    * identity (`<subject> from <issuer>`) for a side whose plans trust the release workflow, as Flux's do.
    */
   readonly signedBy?: (image: string) => string;
+  /**
+   * Images a rule of the side's plans lets through unsigned (repository → the rule's reason), as Argo CD's redis:
+   * the audit event lists them by digest with the reason, apart from the verified ones.
+   */
+  readonly unsigned?: Readonly<Record<string, string>>;
   /** The controller's own status, read independently of baton: at the commit, healthy, applying server-side. */
   readonly expectOwnStatus: (bed: HandoffBed<S>, admin: KubeClients) => Promise<void>;
   /**
@@ -358,7 +363,16 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
       expect([e.plan.push.controller.image, e.plan.push.controller.imageDigest]).toEqual([ref, digest]);
       // Every image the push ran was verified in the bed's registry, signed by the bed's image key, before the mint.
       expect(e.plan.push.images?.verification).toBe('verified');
-      expect(e.plan.push.images?.verified.map((v) => v.image).sort()).toEqual(Object.values(bed.side.images).sort());
+      const unsigned = Object.entries(row.unsigned ?? {}).map(([repository, reason]) => {
+        const image = bed.side.images[repository]!;
+        return { image, digest: image.split('@')[1], reason };
+      });
+      expect(e.plan.push.images?.unsigned).toEqual(unsigned.length > 0 ? unsigned : undefined);
+      expect(e.plan.push.images?.verified.map((v) => v.image).sort()).toEqual(
+        Object.values(bed.side.images)
+          .filter((image) => !unsigned.some((u) => u.image === image))
+          .sort(),
+      );
       const imageKey = (await bedImageKey()).verifierKey;
       const signedBy = row.signedBy ?? (() => imageKey);
       for (const v of e.plan.push.images?.verified ?? []) expect(v.signedBy).toBe(signedBy(v.image));

@@ -120,28 +120,49 @@ describe('handoff record rules', () => {
 });
 
 describe('handoff events', () => {
-  test('an image pinned by a release tag (no published digest) is recorded without a digest, and verifies', async () => {
-    const { push } = handedOff!.plan;
-    const record: HandoffRecord = {
-      ...handedOff!,
-      plan: {
-        ...handedOff!.plan,
-        push: {
-          ...push,
-          controller: { ...push.controller, image: 'quay.io/argoproj/argocd:v3.6.1', imageDigest: undefined },
-        },
-      },
-    };
-    delete (record.plan.push.controller as { imageDigest?: string }).imageDigest;
+  /** The handed-off record with `push` changed. */
+  const withPush = (change: Partial<HandoffRecord['plan']['push']>): HandoffRecord => ({
+    ...handedOff!,
+    plan: { ...handedOff!.plan, push: { ...handedOff!.plan.push, ...change } },
+  });
+  /** The statement of `record`'s log line, after the record and the line were checked. */
+  const statementOf = async (record: HandoffRecord) => {
     expect(HandoffRecordSchema.safeParse(record).error).toBeUndefined();
     const l = await line(record, 0);
     expect(checkEntry(l, keys).problem).toBeUndefined();
     const entry = JSON.parse(l.toString()) as { data: { payload: string } };
-    const statement = JSON.parse(Buffer.from(entry.data.payload, 'base64').toString());
+    return JSON.parse(Buffer.from(entry.data.payload, 'base64').toString());
+  };
+
+  test('an image pinned by a release tag (no published digest) is recorded without a digest, and verifies', async () => {
+    const { push } = handedOff!.plan;
+    const record = withPush({
+      controller: { ...push.controller, image: 'quay.io/argoproj/argocd:v3.6.1', imageDigest: undefined },
+    });
+    delete (record.plan.push.controller as { imageDigest?: string }).imageDigest;
+    const statement = await statementOf(record);
     expect(statement.subject.map((x: { name: string }) => x.name)).toEqual([
       `bootstrap-manifests/${push.profile}`,
       handedOff!.plan.pull.source.url,
     ]);
+  });
+
+  test('images a rule let through unsigned are recorded with their reason, and are subjects after the verified', async () => {
+    const d = (c: string) => `sha256:${c.repeat(64)}`;
+    const statement = await statementOf(
+      withPush({
+        images: {
+          verification: 'verified',
+          verified: [{ image: `quay.io/argoproj/argocd@${d('a')}`, digest: d('a'), signedBy: 'w from i' }],
+          unsigned: [{ image: `docker.io/library/redis@${d('b')}`, digest: d('b'), reason: 'not signed upstream' }],
+        },
+      }),
+    );
+    expect(statement.subject.slice(1, 3)).toEqual([
+      { name: 'quay.io/argoproj/argocd', digest: { sha256: 'a'.repeat(64) } },
+      { name: 'docker.io/library/redis', digest: { sha256: 'b'.repeat(64) } },
+    ]);
+    expect(statement.predicate.plan.push.images.unsigned[0].reason).toBe('not signed upstream');
   });
 
   test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', async () => {

@@ -72,7 +72,7 @@ export const PlanSchema = z.strictObject({
         verification: z
           .enum(['verified', 'skipped', 'no-policy'])
           .describe(
-            'verified: every image the push runs was signed by a key of the trust policy; skipped: --insecure-skip-image-verify; no-policy: no keys were declared',
+            'verified: every image the push runs was signed by a key or identity of the trust policy, or is listed in unsigned by a rule of it; skipped: --insecure-skip-image-verify; no-policy: no keys were declared',
           ),
         verified: z
           .array(
@@ -87,6 +87,17 @@ export const PlanSchema = z.strictObject({
             }),
           )
           .max(32),
+        unsigned: z
+          .array(
+            z.strictObject({
+              image: z.string().min(1).max(512),
+              digest: Sha256Digest,
+              reason: z.string().min(1).max(512).describe('why the trust policy’s rule lets it through unsigned'),
+            }),
+          )
+          .max(32)
+          .optional()
+          .describe('images pushed without a signature because a rule of the trust policy says so, by digest'),
       })
       .optional()
       .describe(

@@ -29,13 +29,16 @@ export type HandoffStatement = z.infer<typeof HandoffStatementSchema>;
 
 /**
  * Builds the statement for a record. Its subjects are what the handoff installed: the controller image and the other
- * images whose signatures were verified (up to 13: a statement names at most 16 subjects), the manifest bundle and
+ * images whose signatures were verified, then those a rule let through unsigned (up to 13: a statement names at most 16 subjects), the manifest bundle and
  * the Git commit the controller now follows.
  */
 export function buildStatement(record: HandoffRecord): HandoffStatement {
   const { push, pull } = record.plan;
   // The images whose signatures were verified, each once; the controller's first (it is one of them when verified).
-  const verified = (push.images?.verified ?? []).filter((v) => v.digest !== push.controller.imageDigest);
+  // Images a rule let through unsigned follow: they were installed too, pinned by digest.
+  const verified = [...(push.images?.verified ?? []), ...(push.images?.unsigned ?? [])].filter(
+    (v) => v.digest !== push.controller.imageDigest,
+  );
   return {
     _type: IN_TOTO_STATEMENT_TYPE,
     subject: [

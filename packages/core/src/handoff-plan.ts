@@ -5,7 +5,8 @@ import { ConfigError } from '@baton/errors';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
-import { KeylessPolicySchema } from './images/keyless-policy.js';
+import { PlanImageRuleSchema } from './images/image-rules.js';
+import { type KeylessPolicy, KeylessPolicySchema } from './images/keyless-policy.js';
 import { fillSource, findProfile, type LoadedProfile, loadProfile } from './profile.js';
 
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a lowercase DNS name');
@@ -127,6 +128,13 @@ export const HandoffPlanSchema = z
           keyless: KeylessPolicySchema.optional().describe(
             "keyless signatures the push set's images may carry instead (trustedRoot relative to the plan); with trustedKeys, either verifies; either replaces the profile's imageTrust",
           ),
+          rules: z
+            .array(PlanImageRuleSchema)
+            .min(1)
+            .optional()
+            .describe(
+              'per-repository rules, checked in order before trustedKeys and keyless: who signs those images, or why they are pushed unsigned; with trustedKeys or keyless, replaces the profile’s imageTrust',
+            ),
           credentials: z
             .string()
             .min(1)
@@ -300,6 +308,7 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
   }
   const p = r.data;
   const abs = (x: string) => (isAbsolute(x) ? x : resolve(baseDir, x));
+  const keylessAbs = (k: KeylessPolicy) => ({ ...k, trustedRoot: abs(k.trustedRoot) });
   const manifests = abs(p.push.manifests);
   const takeover = { ...p.takeover, ...(p.takeover.profile ? { profile: abs(p.takeover.profile) } : {}) };
   const profile = takeover.profile ? loadProfile(takeover.profile) : findProfile(manifests);
@@ -324,8 +333,15 @@ export function parseHandoffPlan(input: unknown, file = '<inline>', baseDir = pr
           ...p.push.images,
           ...(p.push.images.trustedKeys ? { trustedKeys: abs(p.push.images.trustedKeys) } : {}),
           ...(p.push.images.credentials ? { credentials: abs(p.push.images.credentials) } : {}),
-          ...(p.push.images.keyless
-            ? { keyless: { ...p.push.images.keyless, trustedRoot: abs(p.push.images.keyless.trustedRoot) } }
+          ...(p.push.images.keyless ? { keyless: keylessAbs(p.push.images.keyless) } : {}),
+          ...(p.push.images.rules
+            ? {
+                rules: p.push.images.rules.map((r) => ({
+                  ...r,
+                  ...(r.trustedKeys ? { trustedKeys: abs(r.trustedKeys) } : {}),
+                  ...(r.keyless ? { keyless: keylessAbs(r.keyless) } : {}),
+                })),
+              }
             : {}),
         },
       },

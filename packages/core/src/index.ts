@@ -35,6 +35,8 @@ export type { CheckImagesOptions, ImageCheck } from './images/check-images.js';
 export { checkImages } from './images/check-images.js';
 export type { ImageRef } from './images/image-ref.js';
 export { parseImageRef } from './images/image-ref.js';
+export type { PlanImageRule, ProfileImageRule } from './images/image-rules.js';
+export { matchesImage } from './images/image-rules.js';
 export { podImages } from './images/pod-images.js';
 export type { RegistryAccess, RegistryDescriptor } from './images/registry-client.js';
 export { RegistryClient, RegistryError } from './images/registry-client.js';
@@ -46,7 +48,14 @@ export type {
   RegistryLogin,
 } from './images/registry-credentials.js';
 export { dockerConfigCredentials } from './images/registry-credentials.js';
-export type { ImageTrustPolicy, VerifiedImage } from './images/verify-images.js';
+export type {
+  ImageSigners,
+  ImagesVerdict,
+  ImageTrustPolicy,
+  ImageTrustRule,
+  UnsignedImage,
+  VerifiedImage,
+} from './images/verify-images.js';
 export { verifyImages } from './images/verify-images.js';
 export type { JournalEntry, UnfinishedRun } from './journal.js';
 export { Journal } from './journal.js';

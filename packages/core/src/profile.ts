@@ -4,11 +4,11 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseVerifierKey } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
+import { ProfileImageRuleSchema, VerifierKeysSchema } from './images/image-rules.js';
 import { KeylessPolicySchema } from './images/keyless-policy.js';
 
 const ObjectRefSchema = z.strictObject({
@@ -160,20 +160,20 @@ export const ProfileSchema = z
     ),
     imageTrust: z
       .strictObject({
-        keys: z
-          .array(
-            z.string().superRefine((key, ctx) => {
-              const parsed = parseVerifierKey(key);
-              if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
-            }),
-          )
+        keys: VerifierKeysSchema.optional().describe(
+          'verifier keys (name+hash+base64, as `baton audit keygen` prints them) an image may be signed by',
+        ),
+        keyless: KeylessPolicySchema.optional(),
+        rules: z
+          .array(ProfileImageRuleSchema)
           .min(1)
           .optional()
-          .describe('verifier keys (name+hash+base64, as `baton audit keygen` prints them) an image may be signed by'),
-        keyless: KeylessPolicySchema.optional(),
+          .describe(
+            'per-repository rules, checked in order before keys and keyless: who signs those images, or why they are pushed unsigned',
+          ),
       })
-      .refine((t) => t.keys !== undefined || t.keyless !== undefined, {
-        message: 'declare keys, keyless, or both: an empty imageTrust trusts nothing',
+      .refine((t) => t.keys !== undefined || t.keyless !== undefined || t.rules !== undefined, {
+        message: 'declare keys, keyless or rules: an empty imageTrust trusts nothing',
       })
       .optional()
       .describe(

@@ -79,19 +79,32 @@ export interface AuditSpec {
   readonly origin?: string;
 }
 
+/** Keyless signers: a Sigstore trusted root file and the OIDC identities it may vouch for. */
+export interface KeylessSpec {
+  readonly trustedRoot: string;
+  readonly identities: readonly {
+    readonly issuer: string;
+    readonly subject?: string;
+    readonly subjectRegExp?: string;
+  }[];
+}
+
 /** How the push set's images are verified before anything is minted (a plan's `push.images`; docs/images.md). */
 export interface ImageTrustSpec {
   /** Trusted-keys file whose keys the images must be signed by, instead of the profile's imageTrust. */
   readonly trustedKeys?: string;
-  /** Keyless signers: a Sigstore trusted root file and the OIDC identities it may vouch for (either kind verifies). */
-  readonly keyless?: {
-    readonly trustedRoot: string;
-    readonly identities: readonly {
-      readonly issuer: string;
-      readonly subject?: string;
-      readonly subjectRegExp?: string;
-    }[];
-  };
+  /** Keyless signers (either kind verifies). */
+  readonly keyless?: KeylessSpec;
+  /**
+   * Per-repository rules, checked in order before trustedKeys and keyless: their own signers, or `unsigned` with the
+   * reason their images are pushed without a signature (recorded in the audit event).
+   */
+  readonly rules?: readonly {
+    readonly images: readonly string[];
+    readonly trustedKeys?: string;
+    readonly keyless?: KeylessSpec;
+    readonly unsigned?: string;
+  }[];
   /** A Docker config.json whose logins signatures are read with. @default $DOCKER_CONFIG's, else ~/.docker's */
   readonly credentials?: string;
   /** Where signatures are read instead of `https://<host>`, by registry host. */

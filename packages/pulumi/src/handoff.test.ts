@@ -146,6 +146,10 @@ describe('Handoff (wiring, mocked engine)', () => {
           keyless: { trustedRoot: '/etc/sigstore/root.json', identities: [{ issuer: 'https://i', subject: 's' }] },
           credentials: 'docker/config.json',
           mirrors: { 'ghcr.io': 'http://127.0.0.1:5000' },
+          rules: [
+            { images: ['docker.io/library/redis'], unsigned: 'not signed upstream' },
+            { images: ['quay.io/argoproj/*'], trustedKeys: 'keys/argo.yaml' },
+          ],
         }),
       },
       ['project:pullPassword', 'project:webhookSecret'],
@@ -168,6 +172,10 @@ describe('Handoff (wiring, mocked engine)', () => {
         keyless: { trustedRoot: '/etc/sigstore/root.json', identities: [{ issuer: 'https://i', subject: 's' }] },
         credentials: `${process.cwd()}/docker/config.json`,
         mirrors: { 'ghcr.io': 'http://127.0.0.1:5000' },
+        rules: [
+          { images: ['docker.io/library/redis'], unsigned: 'not signed upstream' },
+          { images: ['quay.io/argoproj/*'], trustedKeys: `${process.cwd()}/keys/argo.yaml` },
+        ],
       },
     });
     for (const key of ['kubeconfig', 'pullCredential', 'pushSecrets'])

@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { type HandoffPreview, previewHandoff } from '@baton/core/plan';
 import * as pulumi from '@pulumi/pulumi';
-import type { AuditSpec, ControllerSpec, HandoffInputs, ImageTrustSpec } from './handoff-inputs.js';
+import type { AuditSpec, ControllerSpec, HandoffInputs, ImageTrustSpec, KeylessSpec } from './handoff-inputs.js';
 import { withLoadedPlan } from './handoff-inputs.js';
 import type { AuditReceipt, CredentialReceipt, HandoffReceipt } from './handoff-receipt.js';
 
@@ -204,12 +204,22 @@ export function formatPreview(p: HandoffPreview): string {
   ].join('\n');
 }
 
-/** `images` with its files (trusted keys, trusted root, Docker config) resolved by `abs`. */
+/** `images` with its files (trusted keys, trusted roots, Docker config, its rules' too) resolved by `abs`. */
 function imagesWithAbsolutePaths(images: ImageTrustSpec, abs: (p: string) => string): ImageTrustSpec {
+  const keyless = (k: KeylessSpec) => ({ ...k, trustedRoot: abs(k.trustedRoot) });
   return {
     ...images,
     ...(images.trustedKeys ? { trustedKeys: abs(images.trustedKeys) } : {}),
     ...(images.credentials ? { credentials: abs(images.credentials) } : {}),
-    ...(images.keyless ? { keyless: { ...images.keyless, trustedRoot: abs(images.keyless.trustedRoot) } } : {}),
+    ...(images.keyless ? { keyless: keyless(images.keyless) } : {}),
+    ...(images.rules
+      ? {
+          rules: images.rules.map((r) => ({
+            ...r,
+            ...(r.trustedKeys ? { trustedKeys: abs(r.trustedKeys) } : {}),
+            ...(r.keyless ? { keyless: keyless(r.keyless) } : {}),
+          })),
+        }
+      : {}),
   };
 }

@@ -10,6 +10,7 @@ export type {
   GitSource,
   HandoffInputs,
   ImageTrustSpec,
+  KeylessSpec,
 } from './handoff-inputs.js';
 export type { AuditReceipt, CredentialReceipt, HandoffReceipt } from './handoff-receipt.js';
 export type { HandoffStackOutputs } from './stack-config.js';

@@ -4,7 +4,7 @@ export { apiserverRequestsBy, identityActivity } from './apiserver-audit.js';
 export type { ArgoCd, EnsureArgoCdOptions } from './argocd/argocd-build.js';
 export { ARGOCD_GO_TOOLCHAIN, ARGOCD_VERSION, ensureArgoCd } from './argocd/argocd-build.js';
 export type { BedImage } from './argocd/argocd-images.js';
-export { ARGOCD_IMAGES, buildArgoCdImages } from './argocd/argocd-images.js';
+export { ARGOCD_IMAGES, ARGOCD_REDIS_UNSIGNED, buildArgoCdImages } from './argocd/argocd-images.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
 export type { Cluster, ClusterState, RealNodeCoordinates, RealNodeInfo, StartClusterOptions } from './cluster.js';

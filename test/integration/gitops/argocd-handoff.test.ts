@@ -4,7 +4,15 @@ import { readEntries, writeSigningKeyPair } from '@baton/audit';
 import { loadHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, type KubeObject, readObject } from '@baton/kube';
 import { writeFleetFile } from '@baton/testbed';
-import { ARGOCD_REPO_SECRET, type ArgoCd, type ArgoCdSide, ensureArgoCd, startArgoCdBed } from '@baton/testenv';
+import {
+  ARGOCD_IMAGES,
+  ARGOCD_REDIS_UNSIGNED,
+  ARGOCD_REPO_SECRET,
+  type ArgoCd,
+  type ArgoCdSide,
+  ensureArgoCd,
+  startArgoCdBed,
+} from '@baton/testenv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { fleetUp } from '../../support/fleet-env.js';
@@ -49,6 +57,8 @@ const ARGOCD_ROW: SideRow<ArgoCdSide> = {
     });
   },
   revisionSeen: (revision) => revision,
+  // Upstream's redis is not signed: the plans' rule lets it through, and the audit event says so.
+  unsigned: { [ARGOCD_IMAGES.redis]: ARGOCD_REDIS_UNSIGNED },
   owned: [
     'AppProject/argocd/default',
     'Application/argocd/root',

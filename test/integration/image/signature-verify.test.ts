@@ -67,7 +67,9 @@ const refusal = async (images: string[], policy = policyOf(RELEASE_KEY), c = cli
 
 describe('verifying pinned images before the push, from their registry', () => {
   it('accepts an image signed by a trusted key, found through the referrers tag, and says which key and signature', async () => {
-    const [v] = await verifyImages([ref('signed'), ref('signed')], policyOf(RELEASE_KEY), client);
+    const {
+      verified: [v],
+    } = await verifyImages([ref('signed'), ref('signed')], policyOf(RELEASE_KEY), client);
     expect(v).toMatchObject({ image: ref('signed'), digest: digests.signed, signedBy: RELEASE_KEY.verifierKey });
     const listed = await client.referrers(
       { text: ref('signed'), registry: 'ghcr.io', repository: 'example/app', digest: digests.signed },
@@ -123,6 +125,64 @@ describe('verifying pinned images before the push, from their registry', () => {
   });
 });
 
+describe('per-repository rules: the first rule that matches an image decides, the policy governs the rest', () => {
+  const REDIS_REASON = 'the Docker official redis image is not signed upstream';
+  let redis: string;
+  let agent: string;
+  let agentByRelease: string;
+  const keysOf = (key: SigningKey) => policyOf(key).keys!;
+  const rules = (base: Partial<ImageTrustPolicy> = { keys: keysOf(RELEASE_KEY) }): ImageTrustPolicy => ({
+    source: 'profile app: imageTrust',
+    ...base,
+    rules: [
+      { label: 'profile app: imageTrust.rules[0]', images: ['ghcr.io/example/redis'], unsigned: REDIS_REASON },
+      { label: 'profile app: imageTrust.rules[1]', images: ['ghcr.io/example/tools/**'], keys: keysOf(STRANGER_KEY) },
+    ],
+  });
+
+  beforeAll(async () => {
+    // The unsigned image again, in a repository of its own; an image another team signs with its own key.
+    redis = `ghcr.io/example/redis@${await registry.push(images.layout('redis', 'two').layout, 'example/redis', 'redis')}`;
+    const signedAs = async (name: string, key: SigningKey, content: string) => {
+      const tag = `${name.replaceAll('/', '-')}-${content}`;
+      const { layout } = images.layout(tag, content);
+      await signLayout(layout, `ghcr.io/${name}`, key);
+      return `ghcr.io/${name}@${await registry.push(layout, name, tag)}`;
+    };
+    agent = await signedAs('example/tools/agent', STRANGER_KEY, 'six');
+    agentByRelease = await signedAs('example/tools/agent', RELEASE_KEY, 'seven');
+  }, 120_000);
+
+  it('lets the unsigned image through by digest with its reason, and verifies the others with their own keys', async () => {
+    const verdict = await verifyImages([ref('signed'), redis, agent], rules(), client);
+    expect(verdict.verified.map((v) => [v.image, v.signedBy])).toEqual([
+      [ref('signed'), RELEASE_KEY.verifierKey],
+      [agent, STRANGER_KEY.verifierKey],
+    ]);
+    expect(verdict.unsigned).toEqual([
+      { image: redis, digest: redis.split('@')[1], reason: REDIS_REASON, rule: 'profile app: imageTrust.rules[0]' },
+    ]);
+  });
+
+  it("refuses what only the policy's keys sign under a rule with its own, and an unsigned image by tag", async () => {
+    expect(await refusal([agentByRelease], rules())).toMatch(
+      new RegExp(
+        `^image ${agentByRelease}: no signature verifies with the keys of profile app: imageTrust\\.rules\\[1\\]: signature sha256:[0-9a-f]{64}: signed by baton\\.dev/release\\+${RELEASE_KEY.keyId.toString('hex')}, which the trusted-keys file does not list;`,
+      ),
+    );
+    expect(await refusal(['ghcr.io/example/redis:7'], rules())).toBe(
+      'image ghcr.io/example/redis:7: pinned by tag, and profile app: imageTrust verifies digests: pin it as ghcr.io/example/redis:7@sha256:<digest> (the digest the signature names)',
+    );
+  });
+
+  it('with rules alone, refuses an image no rule governs, naming its repository and the fix', async () => {
+    expect(await refusal([ref('signed')], rules({}))).toBe(
+      `image ${ref('signed')}: no rule of profile app: imageTrust governs ghcr.io/example/app, and it trusts no keys or identities for other images: add a rule whose images match it (its signers, or unsigned with the reason)`,
+    );
+    expect((await verifyImages([redis, agent], rules({}), client)).verified).toHaveLength(1);
+  });
+});
+
 describe('keyless signatures: a certificate for an OIDC identity, checked against an offline trusted root', () => {
   // A private Sigstore (a CA in Fulcio's place, a CT log and a transparency log key) issues the certificates and log
   // entries in process; sigstore-js verifies them as it would the public Sigstore's. The images are in the same real
@@ -165,7 +225,9 @@ describe('keyless signatures: a certificate for an OIDC identity, checked agains
 
   it('accepts the release workflow by pattern or exactly, and records who signed it', async () => {
     for (const identities of [releases, [{ issuer: ISSUER, subject: WORKFLOW }]]) {
-      const [v] = await verifyImages([keyless.release], await keylessPolicy(identities), client);
+      const {
+        verified: [v],
+      } = await verifyImages([keyless.release], await keylessPolicy(identities), client);
       expect(v).toMatchObject({ image: keyless.release, signedBy: `${WORKFLOW} from ${ISSUER}` });
     }
   });
@@ -211,7 +273,7 @@ describe('keyless signatures: a certificate for an OIDC identity, checked agains
       await keylessPolicy(releases, RELEASE_KEY),
       client,
     );
-    expect(both.map((v) => v.signedBy)).toEqual([RELEASE_KEY.verifierKey, `${WORKFLOW} from ${ISSUER}`]);
+    expect(both.verified.map((v) => v.signedBy)).toEqual([RELEASE_KEY.verifierKey, `${WORKFLOW} from ${ISSUER}`]);
   });
 
   it("verifies cosign v2's keyless signatures (the sha256-<hex>.sig tag), refusing another identity or image", async () => {
@@ -229,7 +291,9 @@ describe('keyless signatures: a certificate for an OIDC identity, checked agains
     const byRelease = await v2('v2-release', (d) =>
       sigstore.signImageCosignV2('ghcr.io/example/app', d, { issuer: ISSUER, subject: WORKFLOW }),
     );
-    const [v] = await verifyImages([byRelease], await keylessPolicy(releases), client);
+    const {
+      verified: [v],
+    } = await verifyImages([byRelease], await keylessPolicy(releases), client);
     expect(v).toMatchObject({ image: byRelease, signedBy: `${WORKFLOW} from ${ISSUER}` });
     const byEvil = await v2('v2-evil', (d) =>
       sigstore.signImageCosignV2('ghcr.io/example/app', d, { issuer: ISSUER, subject: 'https://github.com/evil/x' }),
@@ -321,7 +385,9 @@ describe("a registry that wants a login: the operator's Docker config", () => {
   };
 
   it('verifies with the login, and without one says where a login would go', async () => {
-    const [v] = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(PASSWORD));
+    const {
+      verified: [v],
+    } = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(PASSWORD));
     expect(v).toMatchObject({ image, signedBy: RELEASE_KEY.verifierKey });
     const err = await verifyImages([image], policyOf(RELEASE_KEY), withLogin(undefined)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImageVerifyError);

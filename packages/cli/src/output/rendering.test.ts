@@ -255,6 +255,21 @@ describe.each([80, 130])('at %i columns', (width) => {
       { width },
     );
     expect(skipped).toMatch(/^Images: +1 NOT verified \(--insecure-skip-image-verify\)$/m);
+    const REDIS = `docker.io/library/redis@sha256:${'b'.repeat(64)}`;
+    const RULE = 'profile argocd (/home/platform/push/rules/profile.yaml): imageTrust.rules[0]';
+    const byRule = formatPlanReport(
+      {
+        ...planReport,
+        images: {
+          ...planReport.images,
+          images: [CONTROLLER_IMAGE, REDIS],
+          unsigned: [{ image: REDIS, digest: `sha256:${'b'.repeat(64)}`, reason: 'not signed upstream', rule: RULE }],
+        } as PlanReport['images'],
+      },
+      { width, wide: true },
+    );
+    expect(byRule).toMatch(/^Images: +2: 1 signed by a trusted key, 1 unsigned as a rule allows$/m);
+    expect(byRule.replace(/ {2,}/g, '  ')).toContain(`${REDIS}  unsigned, as ${RULE} allows: not signed upstream`);
     const notAsked = formatPlanReport({ ...planReport, cluster: undefined } as unknown as PlanReport, { width });
     expect(longest(notAsked)).toBeLessThanOrEqual(width);
     expect(notAsked).toMatch(/^Cluster: +not asked/m);

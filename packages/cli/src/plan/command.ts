@@ -199,10 +199,19 @@ function formatImages(
       ],
       screen,
     );
-  const signedBy = new Map(images.verified.map((v) => [v.image, v.signedBy]));
+  const signedBy = new Map([
+    ...images.verified.map((v) => [v.image, v.signedBy] as const),
+    ...(images.unsigned ?? []).map((u) => [u.image, `unsigned, as ${u.rule} allows: ${u.reason}`] as const),
+  ]);
+  const unsigned = images.unsigned?.length ?? 0;
   return `${renderFields(
     [
-      ['Images', `${images.images.length}, each signed by a trusted key`],
+      [
+        'Images',
+        unsigned === 0
+          ? `${images.images.length}, each signed by a trusted key`
+          : `${images.images.length}: ${images.images.length - unsigned} signed by a trusted key, ${unsigned} unsigned as a rule allows`,
+      ],
       ['Trust policy', images.policy ?? ''],
     ],
     screen,

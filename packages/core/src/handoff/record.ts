@@ -276,6 +276,9 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
               images: {
                 verification: run.images.verification,
                 verified: run.images.verified.map(({ image, digest, signedBy }) => ({ image, digest, signedBy })),
+                ...(run.images.unsigned
+                  ? { unsigned: run.images.unsigned.map(({ image, digest, reason }) => ({ image, digest, reason })) }
+                  : {}),
               },
             }
           : {}),

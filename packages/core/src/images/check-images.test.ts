@@ -12,8 +12,11 @@ import { parseHandoffPlan } from '../handoff-plan.js';
 import { loadManifestSet } from '../manifest-set.js';
 import { parseProfile } from '../profile.js';
 import { checkImages } from './check-images.js';
+import { type ImageRef, parseImageRef } from './image-ref.js';
+import { matchesImage } from './image-rules.js';
 import { podImages } from './pod-images.js';
 import { RegistryClient } from './registry-client.js';
+import { imageTrustPolicy } from './trust-policy.js';
 
 const fixture = fileURLToPath(new URL('../../../../test/fixtures/handoff/plan.yaml', import.meta.url));
 const written = () => parse(readFileSync(fixture, 'utf8')) as Record<string, Record<string, unknown>>;
@@ -176,7 +179,91 @@ describe('checkImages', () => {
       revision: { object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, path: 'data.r' },
     };
     expect(() => parseProfile({ ...profile, imageTrust: {} }, 'profile.yaml')).toThrow(
-      /Declare keys, keyless, or both: an empty imageTrust trusts nothing at "imageTrust"/,
+      /Declare keys, keyless or rules: an empty imageTrust trusts nothing at "imageTrust"/,
     );
+  });
+
+  it("resolves a plan's rules in order, their files relative to the plan, each labelled by its field", async () => {
+    const trustedKeys = join(dir, 'agent-keys.yaml');
+    writeFileSync(trustedKeys, formatTrustedKeys({ origin: 'baton.dev/release', keys: [{ key: key.verifierKey }] }));
+    const reason = 'the Docker official redis image is not signed upstream';
+    const plan = planWith({
+      rules: [
+        { images: ['docker.io/library/redis'], unsigned: reason },
+        { images: ['ghcr.io/example/tools/**'], trustedKeys },
+      ],
+    });
+    const policy = await imageTrustPolicy(plan, undefined);
+    expect(policy?.source).toBe('push.images.rules');
+    expect(policy?.keys).toBeUndefined();
+    expect(policy?.rules?.map((r) => [r.label, r.images, r.unsigned, r.keys?.keys.length])).toEqual([
+      ['push.images.rules[0]', ['docker.io/library/redis'], reason, undefined],
+      ['push.images.rules[1]', ['ghcr.io/example/tools/**'], undefined, 1],
+    ]);
+    const missing = planWith({ rules: [{ images: ['ghcr.io/x/y'], trustedKeys: 'gone.yaml' }] });
+    await expect(imageTrustPolicy(missing, undefined)).rejects.toThrow(
+      new ConfigError(
+        `push.images.rules[0].trustedKeys: cannot read ${join(dirname(fixture), 'gone.yaml')} (ENOENT); point it at the trusted-keys file of the keys that sign the images`,
+      ),
+    );
+  });
+
+  it("resolves a profile's rules with inline keys, labelled by the profile's file", async () => {
+    const profile = parseProfile(
+      {
+        name: 'p',
+        namespace: 'n',
+        revision: { object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, path: 'data.r' },
+        imageTrust: {
+          keys: [key.verifierKey],
+          rules: [{ images: ['quay.io/argoproj/*'], keys: [key.verifierKey] }],
+        },
+      },
+      'profile.yaml',
+    );
+    const policy = await imageTrustPolicy(planWith(), { file: '/p/profile.yaml', digest: 'sha256:0', profile });
+    expect(policy?.source).toBe('profile p (/p/profile.yaml): imageTrust');
+    expect(policy?.rules?.map((r) => [r.label, r.keys?.keys.length])).toEqual([
+      ['profile p (/p/profile.yaml): imageTrust.rules[0]', 1],
+    ]);
+    expect(() =>
+      parseProfile({ ...profile, imageTrust: { rules: [{ images: ['quay.io/a/b'], keys: ['nope'] }] } }, 'x.yaml'),
+    ).toThrow(/at "imageTrust\.rules\[0\]\.keys\[0\]"/);
+  });
+
+  it('refuses a rule with signers and a reason, with neither, or naming a tag, and a reason too short to say why', () => {
+    const issuer = 'https://token.actions.githubusercontent.com';
+    const keyless = { trustedRoot: 'r.json', identities: [{ issuer, subject: 'a' }] };
+    expect(() =>
+      planWith({ rules: [{ images: ['ghcr.io/a/b'], keyless, unsigned: 'upstream signs nothing' }] }),
+    ).toThrow(/signers \(keys, keyless, or both\) or unsigned with the reason, not both.*push\.images\.rules\[0\]/);
+    expect(() => planWith({ rules: [{ images: ['ghcr.io/a/b'] }] })).toThrow(/push\.images\.rules\[0\]/);
+    expect(() => planWith({ rules: [{ images: ['ghcr.io/a/b:1.0'], unsigned: 'upstream signs nothing' }] })).toThrow(
+      /without a tag or digest .* at "push\.images\.rules\[0\]\.images\[0\]"/,
+    );
+    expect(() => planWith({ rules: [{ images: ['redis'], unsigned: 'upstream signs nothing' }] })).toThrow(
+      /Name the registry and the repository, e\.g\. ghcr\.io\/fluxcd\/\* .*push\.images\.rules\[0\]\.images\[0\]/,
+    );
+    expect(() => planWith({ rules: [{ images: ['ghcr.io/a/b'], unsigned: 'because' }] })).toThrow(
+      /push\.images\.rules\[0\]\.unsigned/,
+    );
+  });
+});
+
+describe('matchesImage', () => {
+  const at = (text: string) => parseImageRef(text) as ImageRef;
+  it('matches a repository exactly, * within one segment and ** across them, registry first', () => {
+    const redis = at(`redis@sha256:${'a'.repeat(64)}`);
+    expect(matchesImage('docker.io/library/redis', redis)).toBe(true);
+    expect(matchesImage('docker.io/library/redis-*', redis)).toBe(false);
+    expect(matchesImage('docker.io/*/redis', redis)).toBe(true);
+    expect(matchesImage('ghcr.io/library/redis', redis)).toBe(false);
+    const deep = at('ghcr.io/fluxcd/flux/source-controller:v1');
+    expect(matchesImage('ghcr.io/fluxcd/*', deep)).toBe(false);
+    expect(matchesImage('ghcr.io/fluxcd/**', deep)).toBe(true);
+    expect(matchesImage('ghcr.io/fluxcd/*/source-*', deep)).toBe(true);
+    // A dot is a dot: ghcr.io does not match ghcrxio.
+    expect(matchesImage('ghcr.io/fluxcd/**', at('ghcrxio.com/fluxcd/a'))).toBe(false);
+    expect(matchesImage('localhost:5000/a/b', at('localhost:5000/a/b'))).toBe(true);
   });
 });

@@ -5,18 +5,21 @@ import { podImages } from './pod-images.js';
 import { RegistryClient } from './registry-client.js';
 import { dockerConfigCredentials } from './registry-credentials.js';
 import { imageTrustPolicy } from './trust-policy.js';
-import { type VerifiedImage, verifyImages } from './verify-images.js';
+import { type UnsignedImage, type VerifiedImage, verifyImages } from './verify-images.js';
 
 /** How a run's images were checked, as the audit event records it. */
 export interface ImageCheck {
   /**
-   * `verified`: every image is signed by a key or keyless identity of the policy; `skipped`: --insecure-skip-image-verify; `no-policy`:
-   * neither the plan nor the profile names keys, so nothing could be verified.
+   * `verified`: every image is signed by a key or keyless identity of the policy, or let through unsigned by one of
+   * its rules; `skipped`: --insecure-skip-image-verify; `no-policy`: neither the plan nor the profile names keys, so
+   * nothing could be verified.
    */
   readonly verification: 'verified' | 'skipped' | 'no-policy';
   /** Every image the push set's pods run. */
   readonly images: readonly string[];
   readonly verified: readonly VerifiedImage[];
+  /** Images a rule of the policy lets through unsigned, each with its digest and the rule's reason. */
+  readonly unsigned?: readonly UnsignedImage[];
   /** Where the keys came from. */
   readonly policy?: string;
 }
@@ -57,7 +60,15 @@ export async function checkImages(
   const { mirrors, credentials: file } = plan.push.images;
   const registry =
     options.registry ?? new RegistryClient({ mirrors, credentials: dockerConfigCredentials(file ? { file } : {}) });
-  const verified = await verifyImages(images, policy, registry);
+  const { verified, unsigned } = await verifyImages(images, policy, registry);
   log.info({ policy: policy.source, verified: verified.map((v) => `${v.image} ${v.signedBy}`) }, 'images verified');
-  return { verification: 'verified', images, verified, policy: policy.source };
+  for (const u of unsigned)
+    log.warn({ image: u.image, rule: u.rule }, `image pushed unsigned, as ${u.rule} allows: ${u.reason}`);
+  return {
+    verification: 'verified',
+    images,
+    verified,
+    ...(unsigned.length > 0 ? { unsigned } : {}),
+    policy: policy.source,
+  };
 }

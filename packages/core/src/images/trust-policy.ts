@@ -5,7 +5,7 @@ import { ConfigError } from '@baton/errors';
 import type { HandoffPlan } from '../handoff-plan.js';
 import type { LoadedProfile } from '../profile.js';
 import type { KeylessPolicy } from './keyless-policy.js';
-import type { ImageTrustPolicy } from './verify-images.js';
+import type { ImageSigners, ImageTrustPolicy, ImageTrustRule } from './verify-images.js';
 
 /**
  * What the push set's images must be signed by: the plan's `push.images` (trustedKeys, keyless, or both), else the
@@ -16,45 +16,96 @@ export async function imageTrustPolicy(
   plan: HandoffPlan,
   profile: LoadedProfile | undefined,
 ): Promise<ImageTrustPolicy | undefined> {
-  const { trustedKeys, keyless } = plan.push.images;
-  if (trustedKeys || keyless) {
+  const { trustedKeys, keyless, rules } = plan.push.images;
+  if (trustedKeys || keyless || rules) {
     const sources = [
       ...(trustedKeys ? [`push.images.trustedKeys (${trustedKeys})`] : []),
       ...(keyless ? [`push.images.keyless (${keyless.trustedRoot})`] : []),
+      ...(rules ? ['push.images.rules'] : []),
     ];
     return {
       source: sources.join(' and '),
-      ...(trustedKeys
+      ...(await planSigners('push.images', { trustedKeys, keyless })),
+      ...(rules
         ? {
-            keys: parseTrustedKeys(
-              readPolicyFile(
-                'push.images.trustedKeys',
-                trustedKeys,
-                'the trusted-keys file of the keys that sign the images',
-              ),
-              trustedKeys,
+            rules: await Promise.all(
+              rules.map(async (r, i) => {
+                const label = `push.images.rules[${i}]`;
+                return { label, images: r.images, ...(await ruleTrust(label, r, planSigners)) };
+              }),
             ),
           }
-        : {}),
-      ...(keyless
-        ? { keyless: await readKeyless('push.images.keyless.trustedRoot', keyless, keyless.trustedRoot) }
         : {}),
     };
   }
   const trust = profile?.profile.imageTrust;
   if (!trust) return undefined;
   const field = `profile ${profile.profile.name} (${profile.file}): imageTrust`;
+  const signers = (at: string, t: { keys?: readonly string[] | undefined; keyless?: KeylessPolicy | undefined }) =>
+    profileSigners(at, t, profile);
   return {
     source: field,
-    ...(trust.keys
-      ? { keys: new TrustedKeySet({ origin: profile.profile.name, keys: trust.keys.map((key) => ({ key })) }) }
+    ...(await signers(field, trust)),
+    ...(trust.rules
+      ? {
+          rules: await Promise.all(
+            trust.rules.map(async (r, i) => {
+              const label = `${field}.rules[${i}]`;
+              return { label, images: r.images, ...(await ruleTrust(label, r, signers)) };
+            }),
+          ),
+        }
       : {}),
-    ...(trust.keyless
+  };
+}
+
+/** A rule's own signers, or its reason for letting the images through unsigned. */
+async function ruleTrust<R extends { unsigned?: string | undefined }>(
+  label: string,
+  rule: R,
+  signers: (field: string, rule: R) => Promise<ImageSigners>,
+): Promise<Omit<ImageTrustRule, 'label' | 'images'>> {
+  return rule.unsigned !== undefined ? { unsigned: rule.unsigned } : signers(label, rule);
+}
+
+async function planSigners(
+  field: string,
+  t: { trustedKeys?: string | undefined; keyless?: KeylessPolicy | undefined },
+): Promise<ImageSigners> {
+  return {
+    ...(t.trustedKeys
+      ? {
+          keys: parseTrustedKeys(
+            readPolicyFile(
+              `${field}.trustedKeys`,
+              t.trustedKeys,
+              'the trusted-keys file of the keys that sign the images',
+            ),
+            t.trustedKeys,
+          ),
+        }
+      : {}),
+    ...(t.keyless
+      ? { keyless: await readKeyless(`${field}.keyless.trustedRoot`, t.keyless, t.keyless.trustedRoot) }
+      : {}),
+  };
+}
+
+async function profileSigners(
+  field: string,
+  t: { keys?: readonly string[] | undefined; keyless?: KeylessPolicy | undefined },
+  profile: LoadedProfile,
+): Promise<ImageSigners> {
+  return {
+    ...(t.keys
+      ? { keys: new TrustedKeySet({ origin: profile.profile.name, keys: t.keys.map((key) => ({ key })) }) }
+      : {}),
+    ...(t.keyless
       ? {
           keyless: await readKeyless(
             `${field}.keyless.trustedRoot`,
-            trust.keyless,
-            resolve(dirname(profile.file), trust.keyless.trustedRoot),
+            t.keyless,
+            resolve(dirname(profile.file), t.keyless.trustedRoot),
           ),
         }
       : {}),

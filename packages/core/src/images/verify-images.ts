@@ -10,14 +10,32 @@ import {
 } from '@baton/audit';
 import { ImageVerifyError } from '@baton/errors';
 import { type ImageRef, parseImageRef } from './image-ref.js';
+import { matchesImage } from './image-rules.js';
 import { type RegistryClient, type RegistryDescriptor, RegistryError } from './registry-client.js';
 
-/** The keys or keyless identities an image must be signed by (one at least), and where they were declared. */
-export interface ImageTrustPolicy {
-  /** `push.images.trustedKeys (keys/trusted-keys.yaml)` or `profile flux (…/profile.yaml): imageTrust`. */
-  readonly source: string;
+/** The keys or keyless identities an image may be signed by (either verifies). */
+export interface ImageSigners {
   readonly keys?: TrustedKeySet;
   readonly keyless?: KeylessTrust;
+}
+
+/** A rule for some repositories: its own signers, or the reason its images are pushed unsigned. */
+export interface ImageTrustRule extends ImageSigners {
+  /** `push.images.rules[1]` or `profile argocd (…/profile.yaml): imageTrust.rules[0]`. */
+  readonly label: string;
+  /** Repository patterns (see `matchesImage`). */
+  readonly images: readonly string[];
+  readonly unsigned?: string;
+}
+
+/**
+ * What the images must be signed by, and where it was declared: the first rule whose images match decides, and the
+ * policy's own keys and keyless identities govern every other image (one at least of the three).
+ */
+export interface ImageTrustPolicy extends ImageSigners {
+  /** `push.images.trustedKeys (keys/trusted-keys.yaml)` or `profile flux (…/profile.yaml): imageTrust`. */
+  readonly source: string;
+  readonly rules?: readonly ImageTrustRule[];
 }
 
 /** An image whose signature verified. */
@@ -31,26 +49,51 @@ export interface VerifiedImage {
   readonly signedBy: string;
 }
 
+/** An image pinned by digest that a rule lets through without a signature. */
+export interface UnsignedImage {
+  readonly image: string;
+  readonly digest: string;
+  /** The rule's reason. */
+  readonly reason: string;
+  /** Which rule. */
+  readonly rule: string;
+}
+
+/** What {@link verifyImages} found: every image is in one list. */
+export interface ImagesVerdict {
+  readonly verified: VerifiedImage[];
+  readonly unsigned: UnsignedImage[];
+}
+
 const SKIP = 'pass --insecure-skip-image-verify to push it unverified (recorded in the audit event)';
 
 /**
  * Verifies each image (in order, each once) against `policy`, reading its signatures from its registry with the
- * operator's network access: it must be pinned by digest, and a cosign v3 signature (a Sigstore bundle referrer)
- * of that digest must verify with a key the policy trusts.
+ * operator's network access: it must be pinned by digest, and unless a rule lets it through unsigned, a cosign
+ * signature (v3: a Sigstore bundle referrer; v2: the `sha256-<hex>.sig` tag) of that digest must verify with a key or
+ * keyless identity the governing rule, or else the policy, trusts.
  * @throws {ImageVerifyError} naming the first image that fails and why: pinned by tag, unsigned, signed by a key the
- * policy does not trust, a signature of another digest, or a registry that cannot be read.
+ * policy does not trust, a signature of another digest, no rule governing it, or a registry that cannot be read.
  */
 export async function verifyImages(
   images: readonly string[],
   policy: ImageTrustPolicy,
   client: RegistryClient,
-): Promise<VerifiedImage[]> {
-  const verified: VerifiedImage[] = [];
-  for (const image of [...new Set(images)]) verified.push(await verifyImage(image, policy, client));
-  return verified;
+): Promise<ImagesVerdict> {
+  const verdict: ImagesVerdict = { verified: [], unsigned: [] };
+  for (const image of [...new Set(images)]) {
+    const v = await verifyImage(image, policy, client);
+    if ('reason' in v) verdict.unsigned.push(v);
+    else verdict.verified.push(v);
+  }
+  return verdict;
 }
 
-async function verifyImage(image: string, policy: ImageTrustPolicy, client: RegistryClient): Promise<VerifiedImage> {
+async function verifyImage(
+  image: string,
+  policy: ImageTrustPolicy,
+  client: RegistryClient,
+): Promise<VerifiedImage | UnsignedImage> {
   const refuse = (why: string, cause?: unknown) =>
     new ImageVerifyError(`image ${image}: ${why}`, { details: { image }, ...(cause ? { cause } : {}) });
   const ref = parseImageRef(image);
@@ -59,13 +102,20 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
     throw refuse(
       `pinned by tag, and ${policy.source} verifies digests: pin it as ${image}@sha256:<digest> (the digest the signature names)`,
     );
+  const rule = policy.rules?.find((r) => r.images.some((p) => matchesImage(p, ref)));
+  if (rule?.unsigned !== undefined) return { image, digest: ref.digest, reason: rule.unsigned, rule: rule.label };
+  const signers: ImageSigners & { source: string } = rule ? { ...rule, source: rule.label } : policy;
+  if (!signers.keys && !signers.keyless)
+    throw refuse(
+      `no rule of ${policy.source} governs ${ref.registry}/${ref.repository}, and it trusts no keys or identities for other images: add a rule whose images match it (its signers, or unsigned with the reason)`,
+    );
   const where = client.baseOf(ref);
   const pinned = { ...ref, digest: ref.digest };
   try {
     const failures: string[] = [];
     const listed = await client.referrers(ref, ref.digest, SIGSTORE_BUNDLE_MEDIA_TYPE);
     for (const d of listed) {
-      const signedBy = await verifyReferrer(pinned, d.digest, policy, client, failures);
+      const signedBy = await verifyReferrer(pinned, d.digest, signers, client, failures);
       if (signedBy) return { image, digest: ref.digest, signature: d.digest, signedBy };
     }
     // cosign before v3 (and every image signed with it) keeps signatures in the `sha256-<hex>.sig` tag instead.
@@ -73,7 +123,7 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
       (l) => l.mediaType === COSIGN_SIMPLE_SIGNING_MEDIA_TYPE,
     );
     for (const layer of v2) {
-      const signedBy = await verifyCosignV2Layer(pinned, layer, policy, client, failures);
+      const signedBy = await verifyCosignV2Layer(pinned, layer, signers, client, failures);
       if (signedBy) return { image, digest: ref.digest, signature: layer.digest, signedBy };
     }
     if (listed.length === 0 && v2.length === 0)
@@ -81,7 +131,7 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
         `unsigned: ${where} lists no signature of ${ref.digest} (no Sigstore bundle referrer, no cosign ${ref.digest.replace(':', '-')}.sig tag); sign it (cosign sign, pnpm image:build --sign-key) or ${SKIP}`,
       );
     throw refuse(
-      `no signature verifies with the ${trusted(policy)} of ${policy.source}: ${failures.join('; ')}; ${SKIP}`,
+      `no signature verifies with the ${trusted(signers)} of ${signers.source}: ${failures.join('; ')}; ${SKIP}`,
     );
   } catch (err) {
     if (err instanceof RegistryError)
@@ -97,7 +147,7 @@ async function verifyImage(image: string, policy: ImageTrustPolicy, client: Regi
 async function verifyReferrer(
   ref: ImageRef & { digest: string },
   digest: string,
-  policy: ImageTrustPolicy,
+  policy: ImageSigners & { source: string },
   client: RegistryClient,
   failures: string[],
 ): Promise<string | undefined> {
@@ -140,7 +190,7 @@ async function verifyReferrer(
 async function verifyCosignV2Layer(
   ref: ImageRef & { digest: string },
   layer: RegistryDescriptor,
-  policy: ImageTrustPolicy,
+  policy: ImageSigners & { source: string },
   client: RegistryClient,
   failures: string[],
 ): Promise<string | undefined> {
@@ -160,7 +210,7 @@ async function verifyCosignV2Layer(
   }
 }
 
-function trusted(policy: ImageTrustPolicy): string {
+function trusted(policy: ImageSigners): string {
   if (policy.keys && policy.keyless) return 'keys and identities';
   return policy.keys ? 'keys' : 'identities';
 }

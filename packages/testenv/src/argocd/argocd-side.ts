@@ -19,7 +19,7 @@ import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
 import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
-import { pushArgoCdImages } from './argocd-images.js';
+import { ARGOCD_IMAGES, ARGOCD_REDIS_UNSIGNED, pushArgoCdImages } from './argocd-images.js';
 
 export { ARGOCD_REPO_SECRET } from './argocd-build.js';
 
@@ -221,7 +221,11 @@ function argoCdPlan(
       manifests: './push',
       budgetSeconds: 300,
       secrets: ARGOCD_PUSH_SECRETS.map((name) => ({ name, fromFile: `./${name}.yaml` })),
-      images: { trustedKeys: './image-keys.yaml', mirrors: o.imageTrust.mirrors },
+      images: {
+        trustedKeys: './image-keys.yaml',
+        rules: [{ images: [ARGOCD_IMAGES.redis], unsigned: ARGOCD_REDIS_UNSIGNED }],
+        mirrors: o.imageTrust.mirrors,
+      },
     },
     pull: {
       credential: {
