@@ -147,13 +147,20 @@ describe('handoff events', () => {
     ]);
   });
 
-  test('images a rule let through unsigned are recorded with their reason, and are subjects after the verified', async () => {
+  test('images a rule let through unsigned are recorded with their reason, and are subjects after the verified; a verified provenance is recorded', async () => {
     const d = (c: string) => `sha256:${c.repeat(64)}`;
     const statement = await statementOf(
       withPush({
         images: {
           verification: 'verified',
-          verified: [{ image: `quay.io/argoproj/argocd@${d('a')}`, digest: d('a'), signedBy: 'w from i' }],
+          verified: [
+            {
+              image: `quay.io/argoproj/argocd@${d('a')}`,
+              digest: d('a'),
+              signedBy: 'w from i',
+              provenance: { builder: 'https://ci.example/b@v1', source: 'git+https://x/y', attestation: d('c') },
+            },
+          ],
           unsigned: [{ image: `docker.io/library/redis@${d('b')}`, digest: d('b'), reason: 'not signed upstream' }],
         },
       }),
@@ -163,6 +170,7 @@ describe('handoff events', () => {
       { name: 'docker.io/library/redis', digest: { sha256: 'b'.repeat(64) } },
     ]);
     expect(statement.predicate.plan.push.images.unsigned[0].reason).toBe('not signed upstream');
+    expect(statement.predicate.plan.push.images.verified[0].provenance.builder).toBe('https://ci.example/b@v1');
   });
 
   test('an event is a CloudEvent whose data is a DSSE envelope around an in-toto statement about the install', async () => {

@@ -84,6 +84,16 @@ export const PlanSchema = z.strictObject({
                 .min(1)
                 .max(512)
                 .describe('verifier key whose signature verified, or the keyless identity (<subject> from <issuer>)'),
+              provenance: z
+                .strictObject({
+                  builder: z.string().min(1).max(512).describe('the builder id the SLSA provenance names'),
+                  source: z.string().min(1).max(2048).optional().describe('the source repository it names'),
+                  attestation: Sha256Digest.describe('the attestation’s referrer manifest'),
+                })
+                .optional()
+                .describe(
+                  'the SLSA provenance v1 attestation that verified with the signature, when the trust policy asks for one',
+                ),
             }),
           )
           .max(32),

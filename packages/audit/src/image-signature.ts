@@ -71,9 +71,10 @@ export function verifyImageSignature(
   digest: string,
   keys: TrustedKeySet,
   where: string,
+  predicateType: string = COSIGN_SIGN_PREDICATE_TYPE,
 ): VerifiedBundle {
   const verified = verifySigstoreBundle(bundle, keys, where);
-  checkImageStatement(verified.statement, digest, where);
+  checkImageStatement(verified.statement, digest, where, predicateType);
   return verified;
 }
 
@@ -88,7 +89,8 @@ export async function verifyKeylessImageSignature(
   digest: string,
   trust: KeylessTrust,
   where: string,
-): Promise<KeylessSignature> {
+  predicateType: string = COSIGN_SIGN_PREDICATE_TYPE,
+): Promise<KeylessSignature & { readonly statement: VerifiedBundle['statement'] }> {
   const verified = await verifyKeylessBundle(bundle, trust, where);
   let statement: VerifiedBundle['statement'] & { _type?: string };
   try {
@@ -98,8 +100,8 @@ export async function verifyKeylessImageSignature(
   }
   if (statement?._type !== IN_TOTO_STATEMENT_TYPE || !Array.isArray(statement.subject))
     throw new ConfigError(`${where}: the payload is not an in-toto Statement v1`);
-  checkImageStatement(statement, digest, where);
-  return verified;
+  checkImageStatement(statement, digest, where, predicateType);
+  return { ...verified, statement };
 }
 
 /**
@@ -130,11 +132,19 @@ export async function verifyCosignV2ImageSignature(
   return verified;
 }
 
-/** An image signature's statement: the cosign sign predicate, and a subject whose sha256 is `digest`. */
-function checkImageStatement(statement: VerifiedBundle['statement'], digest: string, where: string): void {
-  if (statement.predicateType !== COSIGN_SIGN_PREDICATE_TYPE)
+/**
+ * An image signature's (or attestation's) statement: the predicate type expected (cosign's sign predicate for a
+ * signature), and a subject whose sha256 is `digest`.
+ */
+function checkImageStatement(
+  statement: VerifiedBundle['statement'],
+  digest: string,
+  where: string,
+  predicateType: string,
+): void {
+  if (statement.predicateType !== predicateType)
     throw new ConfigError(
-      `${where}: a ${statement.predicateType} statement, not an image signature (${COSIGN_SIGN_PREDICATE_TYPE})`,
+      `${where}: a ${statement.predicateType} statement, not ${predicateType === COSIGN_SIGN_PREDICATE_TYPE ? 'an image signature' : 'an attestation'} (${predicateType})`,
     );
   const hex = digest.slice('sha256:'.length);
   const subjects = statement.subject as { digest?: { sha256?: string } }[];

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
 import { PlanImageRuleSchema } from './images/image-rules.js';
 import { type KeylessPolicy, KeylessPolicySchema } from './images/keyless-policy.js';
+import { ProvenancePolicySchema } from './images/provenance-policy.js';
 import { fillSource, findProfile, type LoadedProfile, loadProfile } from './profile.js';
 
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a lowercase DNS name');
@@ -135,6 +136,7 @@ export const HandoffPlanSchema = z
             .describe(
               'per-repository rules, checked in order before trustedKeys and keyless: who signs those images, or why they are pushed unsigned; with trustedKeys or keyless, replaces the profile’s imageTrust',
             ),
+          provenance: ProvenancePolicySchema.optional(),
           credentials: z
             .string()
             .min(1)

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { fromZodError } from 'zod-validation-error';
 import { ProfileImageRuleSchema, VerifierKeysSchema } from './images/image-rules.js';
 import { KeylessPolicySchema } from './images/keyless-policy.js';
+import { ProvenancePolicySchema } from './images/provenance-policy.js';
 
 const ObjectRefSchema = z.strictObject({
   apiVersion: z.string().min(1),
@@ -164,6 +165,7 @@ export const ProfileSchema = z
           'verifier keys (name+hash+base64, as `baton audit keygen` prints them) an image may be signed by',
         ),
         keyless: KeylessPolicySchema.optional(),
+        provenance: ProvenancePolicySchema.optional(),
         rules: z
           .array(ProfileImageRuleSchema)
           .min(1)

@@ -105,6 +105,8 @@ export interface ImageTrustSpec {
     readonly keyless?: KeylessSpec;
     readonly unsigned?: string;
   }[];
+  /** Require with each signed image an SLSA provenance attestation naming one of these builders (and sources). */
+  readonly provenance?: { readonly builders: readonly string[]; readonly sources?: readonly string[] };
   /** A Docker config.json whose logins signatures are read with. @default $DOCKER_CONFIG's, else ~/.docker's */
   readonly credentials?: string;
   /** Where signatures are read instead of `https://<host>`, by registry host. */

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  attestImage,
   imageSignatureStatement,
   type KeylessIdentity,
   keylessTrust,
@@ -10,9 +11,23 @@ import {
   TrustedKeySet,
   verifyKeylessImageSignature,
 } from '@baton/audit';
-import { dockerConfigCredentials, type ImageTrustPolicy, RegistryClient, verifyImages } from '@baton/core';
+import {
+  dockerConfigCredentials,
+  type ImageTrustPolicy,
+  type ProvenancePolicy,
+  RegistryClient,
+  SLSA_PROVENANCE_V1,
+  verifyImages,
+} from '@baton/core';
 import { ImageVerifyError } from '@baton/errors';
-import { MEDIA_TYPE, SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
+import {
+  IMAGE_BUILDER_ID,
+  imageProvenance,
+  MEDIA_TYPE,
+  PROVENANCE_ANNOTATIONS,
+  SIGNATURE_ANNOTATIONS,
+  signLayout,
+} from '@baton/image';
 import {
   createLocalSigstore,
   freePorts,
@@ -180,6 +195,82 @@ describe('per-repository rules: the first rule that matches an image decides, th
       `image ${ref('signed')}: no rule of profile app: imageTrust governs ghcr.io/example/app, and it trusts no keys or identities for other images: add a rule whose images match it (its signers, or unsigned with the reason)`,
     );
     expect((await verifyImages([redis, agent], rules({}), client)).verified).toHaveLength(1);
+  });
+});
+
+describe('SLSA provenance: with a policy that asks for it, each signed image needs a trusted build attested', () => {
+  const SOURCE = 'git+https://github.com/example/app';
+  const predicate = (builder = IMAGE_BUILDER_ID) => ({
+    ...(imageProvenance('packages/app/main.ts', { uri: SOURCE, commit: 'c'.repeat(40), clean: true }, {}) as object),
+    runDetails: { builder: { id: builder } },
+  });
+  const withProvenance = (provenance: ProvenancePolicy): ImageTrustPolicy => ({
+    ...policyOf(RELEASE_KEY),
+    provenance,
+  });
+  const trusted = withProvenance({ builders: [IMAGE_BUILDER_ID], sources: [SOURCE] });
+  let attested: string;
+  let otherBuilder: string;
+  let strangerAttested: string;
+
+  /** An image signed by RELEASE_KEY, with an SLSA provenance attestation by `attester` naming `builder`. */
+  const signedAndAttested = async (tag: string, builder: string, attester: SigningKey) => {
+    const { layout } = images.layout(tag, `provenance ${tag}`);
+    await signLayout(layout, 'ghcr.io/example/app', RELEASE_KEY);
+    const digest = await registry.push(layout, 'example/app', tag);
+    const bundle = await attestImage('ghcr.io/example/app', digest, SLSA_PROVENANCE_V1, predicate(builder), attester);
+    await registry.attach(
+      'example/app',
+      digest,
+      Buffer.from(JSON.stringify(bundle)),
+      SIGSTORE_BUNDLE_MEDIA_TYPE,
+      PROVENANCE_ANNOTATIONS,
+    );
+    return `ghcr.io/example/app@${digest}`;
+  };
+
+  beforeAll(async () => {
+    attested = await signedAndAttested('attested', IMAGE_BUILDER_ID, RELEASE_KEY);
+    otherBuilder = await signedAndAttested('other-builder', 'https://ci.example/untrusted-builder@v1', RELEASE_KEY);
+    strangerAttested = await signedAndAttested('stranger-attested', IMAGE_BUILDER_ID, STRANGER_KEY);
+  }, 120_000);
+
+  it('accepts an image whose provenance, by the same key, names a trusted builder and source, and records both', async () => {
+    const {
+      verified: [v],
+    } = await verifyImages([attested], trusted, client);
+    expect(v).toMatchObject({
+      image: attested,
+      signedBy: RELEASE_KEY.verifierKey,
+      provenance: { builder: IMAGE_BUILDER_ID, source: SOURCE, attestation: expect.stringMatching(/^sha256:/) },
+    });
+    expect(v!.provenance!.attestation).not.toBe(v!.signature);
+  });
+
+  it('refuses a signed image without provenance, by another builder or source, or attested by another key', async () => {
+    const SUFFIX = `; attach one (cosign attest --type slsaprovenance1, pnpm image:build --sign-key) or pass --insecure-skip-image-verify to push it unverified (recorded in the audit event)`;
+    expect(await refusal([ref('signed')], trusted)).toBe(
+      `image ${ref('signed')}: signed by ${RELEASE_KEY.verifierKey}, but profile app: imageTrust requires SLSA provenance and its registry lists no provenance attestation of it${SUFFIX}`,
+    );
+    expect(await refusal([otherBuilder], trusted)).toMatch(
+      / and no attestation holds: attestation sha256:[0-9a-f]{64}: built by https:\/\/ci\.example\/untrusted-builder@v1, which is not a trusted builder \(https:\/\/baton\.dev\/image-build\/pnpm-image-build@v1\)/,
+    );
+    const otherSource = withProvenance({
+      builders: [IMAGE_BUILDER_ID],
+      sources: ['git+https://github.com/else/where'],
+    });
+    expect(await refusal([attested], otherSource)).toContain(
+      `built from ${SOURCE}, which is not a trusted source (git+https://github.com/else/where)`,
+    );
+    expect(await refusal([strangerAttested], trusted)).toMatch(
+      new RegExp(
+        `attestation sha256:[0-9a-f]{64}: signed by baton\\.dev/release\\+${STRANGER_KEY.keyId.toString('hex')}, which the trusted-keys file does not list`,
+      ),
+    );
+    // Without the provenance rule, the same images verify by their signature alone.
+    expect((await verifyImages([otherBuilder, strangerAttested], policyOf(RELEASE_KEY), client)).verified).toHaveLength(
+      2,
+    );
   });
 });
 

@@ -200,7 +200,9 @@ function formatImages(
       screen,
     );
   const signedBy = new Map([
-    ...images.verified.map((v) => [v.image, v.signedBy] as const),
+    ...images.verified.map(
+      (v) => [v.image, v.provenance ? `${v.signedBy}; built by ${v.provenance.builder}` : v.signedBy] as const,
+    ),
     ...(images.unsigned ?? []).map((u) => [u.image, `unsigned, as ${u.rule} allows: ${u.reason}`] as const),
   ]);
   const unsigned = images.unsigned?.length ?? 0;

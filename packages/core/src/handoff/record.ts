@@ -275,7 +275,12 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
           ? {
               images: {
                 verification: run.images.verification,
-                verified: run.images.verified.map(({ image, digest, signedBy }) => ({ image, digest, signedBy })),
+                verified: run.images.verified.map(({ image, digest, signedBy, provenance }) => ({
+                  image,
+                  digest,
+                  signedBy,
+                  ...(provenance ? { provenance } : {}),
+                })),
                 ...(run.images.unsigned
                   ? { unsigned: run.images.unsigned.map(({ image, digest, reason }) => ({ image, digest, reason })) }
                   : {}),

@@ -231,6 +231,26 @@ describe('checkImages', () => {
     ).toThrow(/at "imageTrust\.rules\[0\]\.keys\[0\]"/);
   });
 
+  it('takes the plan’s provenance rule over the profile’s, and refuses one with no signers to check it with', async () => {
+    const provenance = { builders: ['https://baton.dev/image-build/pnpm-image-build@v1'] };
+    const bare = planWith({ provenance });
+    await expect(imageTrustPolicy(bare, undefined)).rejects.toThrow(
+      /^push\.images\.provenance: provenance is checked with each image's signature, and neither the plan .* nor profile test-controller \(imageTrust\) names who signs the images: declare the signers too$/,
+    );
+    const profile = parseProfile(
+      {
+        name: 'p',
+        namespace: 'n',
+        revision: { object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c' }, path: 'data.r' },
+        imageTrust: { keys: [key.verifierKey], provenance: { builders: ['https://ci.example/b@v1'] } },
+      },
+      'profile.yaml',
+    );
+    const loaded = { file: '/p/profile.yaml', digest: 'sha256:0', profile };
+    expect((await imageTrustPolicy(planWith(), loaded))?.provenance).toEqual({ builders: ['https://ci.example/b@v1'] });
+    expect((await imageTrustPolicy(bare, loaded))?.provenance).toEqual(provenance);
+  });
+
   it('refuses a rule with signers and a reason, with neither, or naming a tag, and a reason too short to say why', () => {
     const issuer = 'https://token.actions.githubusercontent.com';
     const keyless = { trustedRoot: 'r.json', identities: [{ issuer, subject: 'a' }] };

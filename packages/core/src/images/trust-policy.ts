@@ -5,6 +5,7 @@ import { ConfigError } from '@baton/errors';
 import type { HandoffPlan } from '../handoff-plan.js';
 import type { LoadedProfile } from '../profile.js';
 import type { KeylessPolicy } from './keyless-policy.js';
+import type { ProvenancePolicy } from './provenance-policy.js';
 import type { ImageSigners, ImageTrustPolicy, ImageTrustRule } from './verify-images.js';
 
 /**
@@ -16,7 +17,7 @@ export async function imageTrustPolicy(
   plan: HandoffPlan,
   profile: LoadedProfile | undefined,
 ): Promise<ImageTrustPolicy | undefined> {
-  const { trustedKeys, keyless, rules } = plan.push.images;
+  const { trustedKeys, keyless, rules, provenance } = plan.push.images;
   if (trustedKeys || keyless || rules) {
     const sources = [
       ...(trustedKeys ? [`push.images.trustedKeys (${trustedKeys})`] : []),
@@ -26,6 +27,7 @@ export async function imageTrustPolicy(
     return {
       source: sources.join(' and '),
       ...(await planSigners('push.images', { trustedKeys, keyless })),
+      ...provenanceOf(provenance),
       ...(rules
         ? {
             rules: await Promise.all(
@@ -39,13 +41,20 @@ export async function imageTrustPolicy(
     };
   }
   const trust = profile?.profile.imageTrust;
-  if (!trust) return undefined;
+  if (!trust) {
+    if (provenance)
+      throw new ConfigError(
+        `push.images.provenance: provenance is checked with each image's signature, and neither the plan (push.images.trustedKeys, keyless or rules) nor profile ${plan.push.profile} (imageTrust) names who signs the images: declare the signers too`,
+      );
+    return undefined;
+  }
   const field = `profile ${profile.profile.name} (${profile.file}): imageTrust`;
   const signers = (at: string, t: { keys?: readonly string[] | undefined; keyless?: KeylessPolicy | undefined }) =>
     profileSigners(at, t, profile);
   return {
     source: field,
     ...(await signers(field, trust)),
+    ...provenanceOf(provenance ?? trust.provenance),
     ...(trust.rules
       ? {
           rules: await Promise.all(
@@ -58,6 +67,9 @@ export async function imageTrustPolicy(
       : {}),
   };
 }
+
+/** The provenance rule (the plan's replaces the profile's, as its signers would), as a spreadable field. */
+const provenanceOf = (p: ProvenancePolicy | undefined) => (p ? { provenance: p } : {});
 
 /** A rule's own signers, or its reason for letting the images through unsigned. */
 async function ruleTrust<R extends { unsigned?: string | undefined }>(

@@ -11,6 +11,12 @@ import {
 import { ImageVerifyError } from '@baton/errors';
 import { type ImageRef, parseImageRef } from './image-ref.js';
 import { matchesImage } from './image-rules.js';
+import {
+  checkProvenance,
+  type ProvenanceFacts,
+  type ProvenancePolicy,
+  SLSA_PROVENANCE_V1,
+} from './provenance-policy.js';
 import { type RegistryClient, type RegistryDescriptor, RegistryError } from './registry-client.js';
 
 /** The keys or keyless identities an image may be signed by (either verifies). */
@@ -36,6 +42,8 @@ export interface ImageTrustPolicy extends ImageSigners {
   /** `push.images.trustedKeys (keys/trusted-keys.yaml)` or `profile flux (…/profile.yaml): imageTrust`. */
   readonly source: string;
   readonly rules?: readonly ImageTrustRule[];
+  /** With each signed image, an SLSA provenance attestation by the same signers must name a trusted builder. */
+  readonly provenance?: ProvenancePolicy;
 }
 
 /** An image whose signature verified. */
@@ -47,6 +55,8 @@ export interface VerifiedImage {
   readonly signature: string;
   /** The verifier key that signed it (`name+hash+key`), or the keyless identity (`<subject> from <issuer>`). */
   readonly signedBy: string;
+  /** When the policy asks for provenance: what the verified attestation says, and its referrer manifest. */
+  readonly provenance?: ProvenanceFacts & { readonly attestation: string };
 }
 
 /** An image pinned by digest that a rule lets through without a signature. */
@@ -114,9 +124,18 @@ async function verifyImage(
   try {
     const failures: string[] = [];
     const listed = await client.referrers(ref, ref.digest, SIGSTORE_BUNDLE_MEDIA_TYPE);
+    const withProvenance = async (signed: Omit<VerifiedImage, 'provenance'>): Promise<VerifiedImage> => {
+      if (!policy.provenance) return signed;
+      const found = await verifyProvenance(pinned, listed, signers, policy.provenance, client);
+      if (typeof found === 'string')
+        throw refuse(
+          `signed by ${signed.signedBy}, but ${policy.source} requires SLSA provenance and ${found}; attach one (cosign attest --type slsaprovenance1, pnpm image:build --sign-key) or ${SKIP}`,
+        );
+      return { ...signed, provenance: found };
+    };
     for (const d of listed) {
       const signedBy = await verifyReferrer(pinned, d.digest, signers, client, failures);
-      if (signedBy) return { image, digest: ref.digest, signature: d.digest, signedBy };
+      if (signedBy) return withProvenance({ image, digest: ref.digest, signature: d.digest, signedBy });
     }
     // cosign before v3 (and every image signed with it) keeps signatures in the `sha256-<hex>.sig` tag instead.
     const v2 = (await client.cosignV2Signatures(ref, ref.digest)).filter(
@@ -124,7 +143,7 @@ async function verifyImage(
     );
     for (const layer of v2) {
       const signedBy = await verifyCosignV2Layer(pinned, layer, signers, client, failures);
-      if (signedBy) return { image, digest: ref.digest, signature: layer.digest, signedBy };
+      if (signedBy) return withProvenance({ image, digest: ref.digest, signature: layer.digest, signedBy });
     }
     if (listed.length === 0 && v2.length === 0)
       throw refuse(
@@ -151,20 +170,8 @@ async function verifyReferrer(
   client: RegistryClient,
   failures: string[],
 ): Promise<string | undefined> {
-  const manifest = (await client.manifest(ref, digest)) as { layers?: { mediaType?: string; digest?: string }[] };
-  const layer = manifest.layers?.find((l) => l.mediaType === SIGSTORE_BUNDLE_MEDIA_TYPE);
-  if (!layer?.digest) {
-    failures.push(`${digest}: no bundle layer`);
-    return undefined;
-  }
-  const bytes = await client.blob(ref, layer.digest);
-  let bundle: unknown;
-  try {
-    bundle = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    failures.push(`${digest}: the bundle is not JSON`);
-    return undefined;
-  }
+  const bundle = await readBundle(ref, digest, client, failures);
+  if (bundle === undefined) return undefined;
   const label = `signature ${digest}`;
   try {
     if (isKeylessBundle(bundle)) {
@@ -184,6 +191,73 @@ async function verifyReferrer(
     failures.push((err as Error).message);
     return undefined;
   }
+}
+
+/** The Sigstore bundle of referrer `digest`, or undefined with why pushed to `failures`. */
+async function readBundle(
+  ref: ImageRef & { digest: string },
+  digest: string,
+  client: RegistryClient,
+  failures: string[],
+): Promise<unknown> {
+  const manifest = (await client.manifest(ref, digest)) as { layers?: { mediaType?: string; digest?: string }[] };
+  const layer = manifest.layers?.find((l) => l.mediaType === SIGSTORE_BUNDLE_MEDIA_TYPE);
+  if (!layer?.digest) {
+    failures.push(`${digest}: no bundle layer`);
+    return undefined;
+  }
+  try {
+    return JSON.parse((await client.blob(ref, layer.digest)).toString('utf8'));
+  } catch (err) {
+    if (err instanceof RegistryError) throw err;
+    failures.push(`${digest}: the bundle is not JSON`);
+    return undefined;
+  }
+}
+
+/**
+ * The first of the image's bundle referrers that is an SLSA provenance v1 attestation of its digest, signed by
+ * `signers`, whose builder (and source) `policy` trusts; or a string saying why none is.
+ */
+async function verifyProvenance(
+  ref: ImageRef & { digest: string },
+  listed: readonly RegistryDescriptor[],
+  signers: ImageSigners,
+  policy: ProvenancePolicy,
+  client: RegistryClient,
+): Promise<(ProvenanceFacts & { attestation: string }) | string> {
+  const failures: string[] = [];
+  // Signatures are referrers too: only attestations that say they are provenance are read.
+  const attestations = listed.filter(
+    (d) => d.annotations?.['dev.sigstore.bundle.predicateType'] === SLSA_PROVENANCE_V1,
+  );
+  for (const d of attestations) {
+    const bundle = await readBundle(ref, d.digest, client, failures);
+    if (bundle === undefined) continue;
+    const label = `attestation ${d.digest}`;
+    try {
+      const statement = isKeylessBundle(bundle)
+        ? signers.keyless
+          ? (await verifyKeylessImageSignature(bundle, ref.digest, signers.keyless, label, SLSA_PROVENANCE_V1))
+              .statement
+          : undefined
+        : signers.keys
+          ? verifyImageSignature(bundle, ref.digest, signers.keys, label, SLSA_PROVENANCE_V1).statement
+          : undefined;
+      if (!statement) {
+        failures.push(`${label}: signed the other way (key or keyless) than the image's signers`);
+        continue;
+      }
+      const facts = checkProvenance(statement.predicate, policy);
+      if (typeof facts === 'string') failures.push(`${label}: ${facts}`);
+      else return { ...facts, attestation: d.digest };
+    } catch (err) {
+      failures.push((err as Error).message);
+    }
+  }
+  return attestations.length === 0
+    ? 'its registry lists no provenance attestation of it'
+    : `no attestation holds: ${failures.join('; ')}`;
 }
 
 /** Who signed a cosign v2 signature layer, or undefined with why pushed to `failures`. */
