@@ -12,6 +12,9 @@ import type { TrustedKeySet } from './trusted-keys.js';
  */
 export const COSIGN_SIGN_PREDICATE_TYPE = 'https://sigstore.dev/cosign/sign/v1';
 
+/** The predicate type of SLSA provenance v1, what `cosign attest --type slsaprovenance1` and `pnpm image:build` attach. */
+export const SLSA_PROVENANCE_PREDICATE_TYPE = 'https://slsa.dev/provenance/v1';
+
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 /**

@@ -31,6 +31,7 @@ export {
   attestImage,
   COSIGN_SIGN_PREDICATE_TYPE,
   imageSignatureStatement,
+  SLSA_PROVENANCE_PREDICATE_TYPE,
   signImage,
   verifyCosignV2ImageSignature,
   verifyImageSignature,

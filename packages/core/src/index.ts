@@ -39,7 +39,7 @@ export type { PlanImageRule, ProfileImageRule } from './images/image-rules.js';
 export { matchesImage } from './images/image-rules.js';
 export { podImages } from './images/pod-images.js';
 export type { ProvenanceFacts, ProvenancePolicy } from './images/provenance-policy.js';
-export { checkProvenance, SLSA_PROVENANCE_V1 } from './images/provenance-policy.js';
+export { checkProvenance } from './images/provenance-policy.js';
 export type { RegistryAccess, RegistryDescriptor } from './images/registry-client.js';
 export { RegistryClient, RegistryError } from './images/registry-client.js';
 export type {

@@ -1,5 +1,5 @@
-/** The predicate type of SLSA provenance v1. */
-export const SLSA_PROVENANCE_PREDICATE_TYPE = 'https://slsa.dev/provenance/v1';
+export { SLSA_PROVENANCE_PREDICATE_TYPE } from '@baton/audit';
+
 /** What `pnpm image:build` does, as SLSA names a build's type; its parameters are below. */
 export const IMAGE_BUILD_TYPE = 'https://baton.dev/image-build/v1';
 /** The builder: baton's image build run from a checkout (`scripts/image-build.ts`), not a hosted build service. */

@@ -8,6 +8,7 @@ import {
   keylessTrust,
   SIGSTORE_BUNDLE_MEDIA_TYPE,
   type SigningKey,
+  SLSA_PROVENANCE_PREDICATE_TYPE,
   TrustedKeySet,
   verifyKeylessImageSignature,
 } from '@baton/audit';
@@ -16,7 +17,6 @@ import {
   type ImageTrustPolicy,
   type ProvenancePolicy,
   RegistryClient,
-  SLSA_PROVENANCE_V1,
   verifyImages,
 } from '@baton/core';
 import { ImageVerifyError } from '@baton/errors';
@@ -218,7 +218,13 @@ describe('SLSA provenance: with a policy that asks for it, each signed image nee
     const { layout } = images.layout(tag, `provenance ${tag}`);
     await signLayout(layout, 'ghcr.io/example/app', RELEASE_KEY);
     const digest = await registry.push(layout, 'example/app', tag);
-    const bundle = await attestImage('ghcr.io/example/app', digest, SLSA_PROVENANCE_V1, predicate(builder), attester);
+    const bundle = await attestImage(
+      'ghcr.io/example/app',
+      digest,
+      SLSA_PROVENANCE_PREDICATE_TYPE,
+      predicate(builder),
+      attester,
+    );
     await registry.attach(
       'example/app',
       digest,

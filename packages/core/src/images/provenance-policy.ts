@@ -1,8 +1,5 @@
 import { z } from 'zod';
 
-/** The predicate type of SLSA provenance v1, what `cosign attest --type slsaprovenance1` and `pnpm image:build` attach. */
-export const SLSA_PROVENANCE_V1 = 'https://slsa.dev/provenance/v1';
-
 /** What an image's SLSA provenance must say, when a trust policy asks for it. */
 export const ProvenancePolicySchema = z
   .strictObject({

@@ -28,16 +28,7 @@ export async function imageTrustPolicy(
       source: sources.join(' and '),
       ...(await planSigners('push.images', { trustedKeys, keyless })),
       ...provenanceOf(provenance),
-      ...(rules
-        ? {
-            rules: await Promise.all(
-              rules.map(async (r, i) => {
-                const label = `push.images.rules[${i}]`;
-                return { label, images: r.images, ...(await ruleTrust(label, r, planSigners)) };
-              }),
-            ),
-          }
-        : {}),
+      ...(await resolveRules('push.images.rules', rules, planSigners)),
     };
   }
   const trust = profile?.profile.imageTrust;
@@ -55,29 +46,35 @@ export async function imageTrustPolicy(
     source: field,
     ...(await signers(field, trust)),
     ...provenanceOf(provenance ?? trust.provenance),
-    ...(trust.rules
-      ? {
-          rules: await Promise.all(
-            trust.rules.map(async (r, i) => {
-              const label = `${field}.rules[${i}]`;
-              return { label, images: r.images, ...(await ruleTrust(label, r, signers)) };
-            }),
-          ),
-        }
-      : {}),
+    ...(await resolveRules(`${field}.rules`, trust.rules, signers)),
   };
 }
 
 /** The provenance rule (the plan's replaces the profile's, as its signers would), as a spreadable field. */
 const provenanceOf = (p: ProvenancePolicy | undefined) => (p ? { provenance: p } : {});
 
-/** A rule's own signers, or its reason for letting the images through unsigned. */
-async function ruleTrust<R extends { unsigned?: string | undefined }>(
-  label: string,
-  rule: R,
+/**
+ * The rules, each labelled by its field (`<field>[i]`) with its own signers or its reason for letting its images
+ * through unsigned, as a spreadable field.
+ */
+async function resolveRules<R extends { images: string[]; unsigned?: string | undefined }>(
+  field: string,
+  rules: readonly R[] | undefined,
   signers: (field: string, rule: R) => Promise<ImageSigners>,
-): Promise<Omit<ImageTrustRule, 'label' | 'images'>> {
-  return rule.unsigned !== undefined ? { unsigned: rule.unsigned } : signers(label, rule);
+): Promise<{ rules?: ImageTrustRule[] }> {
+  if (!rules) return {};
+  return {
+    rules: await Promise.all(
+      rules.map(async (r, i) => {
+        const label = `${field}[${i}]`;
+        return {
+          label,
+          images: r.images,
+          ...(r.unsigned !== undefined ? { unsigned: r.unsigned } : await signers(label, r)),
+        };
+      }),
+    ),
+  };
 }
 
 async function planSigners(

@@ -3,6 +3,7 @@ import {
   isKeylessBundle,
   type KeylessTrust,
   SIGSTORE_BUNDLE_MEDIA_TYPE,
+  SLSA_PROVENANCE_PREDICATE_TYPE,
   type TrustedKeySet,
   verifyCosignV2ImageSignature,
   verifyImageSignature,
@@ -11,12 +12,7 @@ import {
 import { ImageVerifyError } from '@baton/errors';
 import { type ImageRef, parseImageRef } from './image-ref.js';
 import { matchesImage } from './image-rules.js';
-import {
-  checkProvenance,
-  type ProvenanceFacts,
-  type ProvenancePolicy,
-  SLSA_PROVENANCE_V1,
-} from './provenance-policy.js';
+import { checkProvenance, type ProvenanceFacts, type ProvenancePolicy } from './provenance-policy.js';
 import { type RegistryClient, type RegistryDescriptor, RegistryError } from './registry-client.js';
 
 /** The keys or keyless identities an image may be signed by (either verifies). */
@@ -229,7 +225,7 @@ async function verifyProvenance(
   const failures: string[] = [];
   // Signatures are referrers too: only attestations that say they are provenance are read.
   const attestations = listed.filter(
-    (d) => d.annotations?.['dev.sigstore.bundle.predicateType'] === SLSA_PROVENANCE_V1,
+    (d) => d.annotations?.['dev.sigstore.bundle.predicateType'] === SLSA_PROVENANCE_PREDICATE_TYPE,
   );
   for (const d of attestations) {
     const bundle = await readBundle(ref, d.digest, client, failures);
@@ -238,11 +234,18 @@ async function verifyProvenance(
     try {
       const statement = isKeylessBundle(bundle)
         ? signers.keyless
-          ? (await verifyKeylessImageSignature(bundle, ref.digest, signers.keyless, label, SLSA_PROVENANCE_V1))
-              .statement
+          ? (
+              await verifyKeylessImageSignature(
+                bundle,
+                ref.digest,
+                signers.keyless,
+                label,
+                SLSA_PROVENANCE_PREDICATE_TYPE,
+              )
+            ).statement
           : undefined
         : signers.keys
-          ? verifyImageSignature(bundle, ref.digest, signers.keys, label, SLSA_PROVENANCE_V1).statement
+          ? verifyImageSignature(bundle, ref.digest, signers.keys, label, SLSA_PROVENANCE_PREDICATE_TYPE).statement
           : undefined;
       if (!statement) {
         failures.push(`${label}: signed the other way (key or keyless) than the image's signers`);
