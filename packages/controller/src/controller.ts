@@ -1,28 +1,16 @@
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
 import { type Clock, systemClock } from '@baton/core/clock';
-import { isBatonError } from '@baton/errors';
 import type { KubeRestClient } from '@baton/kube/rest';
 import type { Logger } from 'pino';
-import { Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
-import { condition as cond, kubeTime, mergeConditions } from './conditions.js';
+import { Applier, type ProtectedIdentity, SyncError } from './applier.js';
 import { EventRecorder } from './events.js';
-import { type FetchedRevision, fetchRevision, GitFailure, GitFetchError } from './git-source.js';
-import {
-  type Condition,
-  GITSYNC_API_VERSION,
-  type GitSync,
-  type GitSyncSpec,
-  type GitSyncStatus,
-  parseGitSyncSpec,
-} from './gitsync.js';
+import { GITSYNC_API_VERSION } from './gitsync.js';
 import { listenHttp } from './http-routes.js';
 import { LeaderElector } from './leader-election.js';
-import { fingerprint } from './logger.js';
 import { Metrics } from './metrics.js';
-import { renderDirectory } from './render.js';
-import { readGitAuth, readWebhookKey } from './secrets.js';
+import { SyncPass } from './sync-pass.js';
+import { SyncStatusWriter } from './sync-status.js';
 
 /** Options of {@link startController}. Every collaborator is swappable. */
 export interface ControllerOptions {
@@ -76,23 +64,6 @@ export interface SyncOutcome {
   readonly appliedCount: number;
 }
 
-/** What one sync has learned so far, for the step that records its result. */
-interface SyncRun {
-  readonly syncId: string;
-  readonly startedMs: number;
-  log: Logger;
-  gs?: GitSync;
-  spec?: GitSyncSpec;
-  revision?: string;
-}
-
-/** How a sync ended, before it becomes a {@link SyncOutcome}. */
-type SyncResult =
-  | { readonly kind: 'suspended' }
-  | { readonly kind: 'applied'; readonly message: string; readonly appliedCount: number }
-  | { readonly kind: 'failed'; readonly reason: string; readonly message: string }
-  | { readonly kind: 'aborted'; readonly message: string };
-
 /** A started controller. */
 export interface RunningController {
   /** `http://host:port` of the health / metrics / webhook server. */
@@ -137,13 +108,11 @@ class Controller {
   private server: Server | undefined;
   private url = '';
   private readonly events: EventRecorder;
-  private syncCounter = 0;
-  private hasSynced = false;
+  private readonly status: SyncStatusWriter;
   private pending = false;
   private wake: (() => void) | undefined;
   private failures = 0;
-  private webhookKey: string | undefined;
-  private lastSync: SyncOutcome | undefined;
+  private readonly pass: SyncPass;
   private syncAbort: AbortController | undefined;
   private loop: Promise<void> = Promise.resolve();
   private electing: Promise<void> = Promise.resolve();
@@ -171,6 +140,27 @@ class Controller {
       gitSyncName: this.name,
       identity: o.identity,
     });
+    this.status = new SyncStatusWriter({
+      kube: this.kube,
+      events: this.events,
+      clock: this.clock,
+      path: (sub) => this.gitSyncPath(sub),
+    });
+    this.pass = new SyncPass({
+      kube: this.kube,
+      log: this.log,
+      clock: this.clock,
+      applier: this.applier,
+      status: this.status,
+      metrics: this.metrics,
+      namespace: o.namespace,
+      name: this.name,
+      identity: o.identity,
+      workDir: o.workDir,
+      gitPath: o.gitPath,
+      protect: o.protect,
+      path: (sub) => this.gitSyncPath(sub),
+    });
     this.elector = new LeaderElector({
       kube: o.kube,
       log: this.log,
@@ -197,7 +187,7 @@ class Controller {
         return self.elector.isLeader;
       },
       get lastSync() {
-        return self.lastSync;
+        return self.pass.lastSync;
       },
       metrics: this.metrics,
       trigger: () => this.trigger(),
@@ -217,7 +207,7 @@ class Controller {
         metrics: this.metrics,
         isReady: () => this.isReady(),
         isLeader: () => this.elector.isLeader,
-        webhookKey: () => this.resolveWebhookKey(),
+        webhookKey: () => this.pass.resolveWebhookKey(),
         trigger: () => this.trigger(),
       },
       this.o.port ?? 8080,
@@ -252,7 +242,7 @@ class Controller {
         this.syncAbort = new AbortController();
         // One listener per in-flight request (up to the apply concurrency), not a leak.
         setMaxListeners(64, this.syncAbort.signal);
-        const outcome = await this.syncOnce(this.syncAbort.signal);
+        const outcome = await this.pass.run(this.syncAbort.signal);
         interval = outcome.intervalMs ?? interval;
         this.failures = outcome.isOk ? 0 : this.failures + 1;
         // Failed syncs back off exponentially up to the interval: a broken source is never a hot loop.
@@ -296,243 +286,8 @@ class Controller {
     return `/apis/${GITSYNC_API_VERSION}/namespaces/${this.o.namespace}/gitsyncs/${this.name}${sub}`;
   }
 
-  /** One sync: reconcile, or record why not; the outcome is built once, in {@link finishSync}. */
-  private async syncOnce(signal: AbortSignal): Promise<SyncOutcome & { intervalMs?: number }> {
-    const syncId = `${this.o.identity}-${++this.syncCounter}`;
-    const run: SyncRun = { syncId, log: this.log.child({ syncId }), startedMs: this.clock.monotonicMs() };
-    let result: SyncResult;
-    try {
-      result = await this.reconcile(run, signal);
-    } catch (err) {
-      result = signal.aborted
-        ? { kind: 'aborted', message: String(signal.reason) }
-        : await this.recordFailure(run, err);
-    }
-    return this.finishSync(run, result);
-  }
-
-  private async reconcile(run: SyncRun, signal: AbortSignal): Promise<SyncResult> {
-    const { gs, spec } = await this.readGitSync(run, signal);
-    if (spec.suspend) return { kind: 'suspended' };
-    const fetched = await this.fetchSource(run, spec, signal);
-    const revision = fetched.revision;
-    // An earlier failed attempt at this revision must not swallow its Applied event.
-    const isNewlyApplied = gs.status?.lastAppliedRevision !== revision;
-    if (gs.status?.lastAttemptedRevision !== revision)
-      await this.writeStatus(gs, { lastAttemptedRevision: revision }, [
-        cond('Reconciling', 'True', 'Progressing', `applying revision ${revision}`),
-      ]);
-    const objects = await renderDirectory(fetched.dir, spec.path).catch((err: unknown) => {
-      throw new SyncError('RenderFailed', `revision ${revision.slice(0, 12)}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    });
-    const applied = await this.applier.apply(objects, {
-      previousInventory: gs.status?.inventory ?? [],
-      prune: spec.prune,
-      protect: this.o.protect ?? {
-        namespace: this.o.namespace,
-        serviceAccount: 'baton-controller',
-        deployment: 'baton-controller',
-      },
-      signal,
-    });
-    return this.recordSuccess(run, gs, revision, applied, isNewlyApplied);
-  }
-
-  private async readGitSync(run: SyncRun, signal: AbortSignal): Promise<{ gs: GitSync; spec: GitSyncSpec }> {
-    const where = `GitSync ${this.o.namespace}/${this.name}`;
-    const gs = await this.kube.get<GitSync>(this.gitSyncPath(), signal);
-    if (!gs)
-      throw new SyncError(
-        'GitSyncNotFound',
-        `${where} does not exist; apply it (bootstrap-manifests/baton-controller/gitsync.yaml)`,
-        { isStalled: true },
-      );
-    run.gs = gs;
-    try {
-      run.spec = parseGitSyncSpec(gs.spec, where);
-    } catch (err) {
-      throw new SyncError('InvalidSpec', (err as Error).message, { isStalled: true });
-    }
-    return { gs, spec: run.spec };
-  }
-
-  private async fetchSource(run: SyncRun, spec: GitSyncSpec, signal: AbortSignal): Promise<FetchedRevision> {
-    const auth = spec.secretRef
-      ? await readGitAuth(this.kube, this.o.namespace, spec.secretRef.name, signal)
-      : undefined;
-    if (spec.webhookSecretRef)
-      this.webhookKey = await readWebhookKey(this.kube, this.o.namespace, spec.webhookSecretRef.name, signal);
-    run.log.debug(
-      { credential: auth ? fingerprint('bearerToken' in auth ? auth.bearerToken : auth.password) : undefined },
-      'fetching',
-    );
-    const fetched = await fetchRevision(
-      { url: spec.url, ref: spec.ref, workDir: join(this.o.workDir, 'repo'), auth, signal, timeoutMs: 60_000 },
-      this.o.gitPath ?? 'git',
-    );
-    run.revision = fetched.revision;
-    run.log = run.log.child({ revision: fetched.revision });
-    return fetched;
-  }
-
-  private async recordSuccess(
-    run: SyncRun,
-    gs: GitSync,
-    revision: string,
-    result: ApplyResult,
-    isNewlyApplied: boolean,
-  ): Promise<SyncResult> {
-    const durationSeconds = this.elapsedSeconds(run);
-    const refused = result.pruneRefused.length
-      ? `; refused to prune ${result.pruneRefused.length} protected object(s): ${result.pruneRefused.slice(0, 3).join(', ')}`
-      : '';
-    const message = `applied revision ${revision}: ${result.inventory.length} objects (${result.appliedCount} sent, ${result.pruned.length} pruned, ${result.drifted.length} drift reverted)${refused}`;
-    await this.writeStatus(
-      gs,
-      {
-        lastAppliedRevision: revision,
-        lastAttemptedRevision: revision,
-        inventory: result.inventory,
-        inventoryCount: result.inventory.length,
-        driftedObjects: result.drifted,
-        pruneRefused: result.pruneRefused,
-        lastError: '',
-      },
-      [
-        cond('Ready', 'True', 'Succeeded', message),
-        cond('Reconciling', 'False', 'Succeeded', message),
-        cond('Stalled', 'False', 'Succeeded', 'the last sync succeeded'),
-      ],
-    );
-    if (isNewlyApplied || result.pruned.length || result.drifted.length)
-      await this.events.record(gs, 'Normal', 'Applied', message);
-    if (result.pruneRefused.length)
-      await this.events.record(
-        gs,
-        'Warning',
-        'PruneRefused',
-        `refused to prune ${result.pruneRefused.join(', ')}: they are the controller's own identity or RBAC, or are annotated baton.dev/prune=disabled; delete them by hand if intended`,
-      );
-    if (result.drifted.length)
-      run.log.warn({ drifted: result.drifted.slice(0, 20), driftCount: result.drifted.length }, 'drift reverted');
-    this.metrics.observeSync(durationSeconds, true, result.appliedCount, result.pruned.length);
-    this.metrics.setInventory(result.inventory.length);
-    run.log.info(
-      {
-        durationMs: Math.round(durationSeconds * 1000),
-        objects: result.inventory.length,
-        applied: result.appliedCount,
-        pruned: result.pruned.length,
-      },
-      'sync succeeded',
-    );
-    this.hasSynced = true;
-    return { kind: 'applied', message, appliedCount: result.appliedCount };
-  }
-
-  private async recordFailure(run: SyncRun, err: unknown): Promise<SyncResult> {
-    const { reason, isStalled } = classify(err);
-    const message = isBatonError(err) ? err.message : `unexpected error: ${(err as Error).message}`;
-    run.log.error({ reason, isStalled, err: message }, 'sync failed');
-    this.metrics.observeSync(this.elapsedSeconds(run), false, 0, 0);
-    this.metrics.observeError(reason);
-    if (run.gs) {
-      try {
-        await this.writeStatus(
-          run.gs,
-          { ...(run.revision ? { lastAttemptedRevision: run.revision } : {}), lastError: message },
-          [
-            cond('Ready', 'False', reason, message),
-            cond('Reconciling', 'False', reason, 'the last sync failed; retrying with backoff'),
-            cond(
-              'Stalled',
-              isStalled ? 'True' : 'False',
-              isStalled ? reason : 'Retrying',
-              isStalled ? message : 'the last failure may be transient; retrying',
-            ),
-          ],
-        );
-        await this.events.record(run.gs, 'Warning', reason, message);
-      } catch (statusErr) {
-        run.log.error({ err: (statusErr as Error).message }, 'status update failed');
-      }
-    }
-    return { kind: 'failed', reason, message };
-  }
-
-  // The one place a sync's outcome is built. An aborted sync (lost leadership, shutdown) is not a result: it
-  // leaves lastSync and the poll interval as they were.
-  private finishSync(run: SyncRun, result: SyncResult): SyncOutcome & { intervalMs?: number } {
-    const durationSeconds = result.kind === 'suspended' ? 0 : this.elapsedSeconds(run);
-    const base = { syncId: run.syncId, durationSeconds, appliedCount: 0 };
-    if (result.kind === 'aborted') {
-      run.log.info({ why: result.message }, 'sync aborted');
-      return { ...base, isOk: false, reason: 'Aborted', message: result.message };
-    }
-    const outcome: SyncOutcome =
-      result.kind === 'suspended'
-        ? { ...base, isOk: true, reason: 'Suspended', message: 'spec.suspend is true; nothing is applied or pruned' }
-        : result.kind === 'applied'
-          ? {
-              ...base,
-              isOk: true,
-              revision: run.revision!,
-              reason: 'Succeeded',
-              message: result.message,
-              appliedCount: result.appliedCount,
-            }
-          : {
-              ...base,
-              isOk: false,
-              ...(run.revision ? { revision: run.revision } : {}),
-              reason: result.reason,
-              message: result.message,
-            };
-    this.lastSync = outcome;
-    return { ...outcome, ...(run.spec ? { intervalMs: run.spec.intervalSeconds * 1000 } : {}) };
-  }
-
-  private elapsedSeconds(run: SyncRun): number {
-    return (this.clock.monotonicMs() - run.startedMs) / 1000;
-  }
-
-  private async writeStatus(gs: GitSync, patch: Partial<GitSyncStatus>, conditions: Condition[]) {
-    const generation = gs.metadata.generation;
-    const now = kubeTime(this.clock.now());
-    const status: GitSyncStatus = {
-      ...(gs.status ?? {}),
-      ...patch,
-      conditions: mergeConditions(gs.status?.conditions ?? [], conditions, { now, generation }),
-      lastSyncTime: now,
-      ...(generation ? { observedGeneration: generation } : {}),
-    };
-    const updated = await this.kube.call<GitSync>(
-      'PATCH',
-      this.gitSyncPath('/status'),
-      { status },
-      'application/merge-patch+json',
-    );
-    gs.status = updated.status ?? status;
-    if (updated.metadata.resourceVersion) gs.metadata.resourceVersion = updated.metadata.resourceVersion;
-  }
-
-  /** The webhook key read by the last sync, or read now when no sync has read it yet (a fresh standby). */
-  private async resolveWebhookKey(): Promise<string | undefined> {
-    if (this.webhookKey) return this.webhookKey;
-    try {
-      const gs = await this.kube.get<GitSync>(this.gitSyncPath());
-      const ref = gs ? parseGitSyncSpec(gs.spec, 'GitSync').webhookSecretRef : undefined;
-      if (ref) this.webhookKey = await readWebhookKey(this.kube, this.o.namespace, ref.name);
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'webhook secret unavailable');
-    }
-    return this.webhookKey;
-  }
-
   private isReady(): boolean {
-    if (this.hasSynced && this.elector.isLeader) return true;
+    if (this.pass.hasSynced && this.elector.isLeader) return true;
     // A standby is ready when it sees another replica holding the Lease.
     return (
       !this.elector.isLeader &&
@@ -540,10 +295,4 @@ class Controller {
       this.elector.observedHolder !== this.o.identity
     );
   }
-}
-
-function classify(err: unknown): { reason: string; isStalled: boolean } {
-  if (err instanceof SyncError) return { reason: err.reason, isStalled: err.isStalled };
-  if (err instanceof GitFetchError) return { reason: err.reason, isStalled: err.reason !== GitFailure.unreachable };
-  return { reason: 'SyncFailed', isStalled: false };
 }

@@ -6,7 +6,7 @@ import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan, planAsInput } from './handoff-plan.js';
-import { planSecrets } from './manifest-set.js';
+import { planSecrets } from './manifest-secrets.js';
 
 const fixture = fileURLToPath(new URL('../../../test/fixtures/handoff/plan.yaml', import.meta.url));
 /** The fixture plan as written (a resolved plan is not an input: its audit block names a resolved signer). */

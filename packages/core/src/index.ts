@@ -63,15 +63,9 @@ export type { JournalEntry, UnfinishedRun } from './journal.js';
 export { Journal } from './journal.js';
 export type { CreateLoggerOptions, Logger } from './logger.js';
 export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.js';
+export { planSecrets, secretsReadByWorkloads } from './manifest-secrets.js';
 export type { ManifestObject, ManifestSet } from './manifest-set.js';
-export {
-  APPLY_ORDER,
-  loadManifestSet,
-  planSecrets,
-  readManifestDir,
-  secretsReadByWorkloads,
-  validateManifestSet,
-} from './manifest-set.js';
+export { APPLY_ORDER, loadManifestSet, readManifestDir, validateManifestSet } from './manifest-set.js';
 export type { HandoffPreview } from './preview.js';
 export { previewHandoff } from './preview.js';
 export type { Receipt } from './receipt.js';

@@ -5,7 +5,8 @@ import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
 import { useTempDirs } from '../../../test/support/temp-dirs.js';
 import { loadHandoffPlan, parseHandoffPlan } from './handoff-plan.js';
-import { loadManifestSet, planSecrets, readManifestDir, validateManifestSet } from './manifest-set.js';
+import { planSecrets } from './manifest-secrets.js';
+import { loadManifestSet, readManifestDir, validateManifestSet } from './manifest-set.js';
 import { loadProfile } from './profile.js';
 
 const tempDir = useTempDirs();

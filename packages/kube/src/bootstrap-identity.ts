@@ -1,5 +1,6 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { CONFINEMENT_FIELD_MANAGER, removeConfinement } from './confinement.js';
+import { removeConfinement } from './confinement.js';
+import { CONFINEMENT_FIELD_MANAGER } from './confinement-policy.js';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall, statusOf } from './kube-error.js';
 import { BOOTSTRAP_COMPONENT, BOOTSTRAP_COMPONENT_LABEL, RUN_ID_LABEL } from './labels.js';

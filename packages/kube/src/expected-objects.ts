@@ -1,4 +1,4 @@
-import type { ConfinedObject } from './confinement.js';
+import type { ConfinedObject } from './confinement-policy.js';
 import type { KubeClients } from './kube-clients.js';
 import { kubeCall } from './kube-error.js';
 import { describeObject, INSTALL_KINDS, type KindInfo, type KubeObject, kindsFromCrds } from './kube-object.js';

@@ -24,19 +24,22 @@ export {
   scanBootstrapObjects,
   unbindBootstrapIdentity,
 } from './bootstrap-identity.js';
-export type { ConfinedObject, Confinement, ConfinementProbe, ConfinementSpec } from './confinement.js';
+export type { ConfinementProbe } from './confinement.js';
 export {
-  CONFINEMENT_FIELD_MANAGER,
   closeConfinement,
-  closedPolicy,
   installConfinement,
-  PLAN_DIGEST_ANNOTATION,
-  planConfinement,
   probeClosed,
   probeConfinement,
   removeConfinement,
-  TOKEN_EXPIRES_ANNOTATION,
 } from './confinement.js';
+export type { ConfinedObject, Confinement, ConfinementSpec } from './confinement-policy.js';
+export {
+  CONFINEMENT_FIELD_MANAGER,
+  closedPolicy,
+  PLAN_DIGEST_ANNOTATION,
+  planConfinement,
+  TOKEN_EXPIRES_ANNOTATION,
+} from './confinement-policy.js';
 export type { ExpectedObjectsOptions } from './expected-objects.js';
 export { expectedObjects, withSchemaDefaults, writableView } from './expected-objects.js';
 export type { KubeClients, KubeClientsOptions } from './kube-clients.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type ConfinedObject, SERVER_ALLOCATED } from './confinement.js';
+import { type ConfinedObject, SERVER_ALLOCATED } from './confinement-policy.js';
 import type { KubeClients } from './kube-clients.js';
 import { describeObject, type KubeObject } from './kube-object.js';
 import { readObject } from './server-side-apply.js';

@@ -7,7 +7,7 @@ import { systemClock } from '../clock.js';
 import { type GitAuth, resolveGitRevision } from '../git-revision.js';
 import type { HandoffPlan, LoadedPlan } from '../handoff-plan.js';
 import { createLogger } from '../logger.js';
-import { planSecrets } from '../manifest-set.js';
+import { planSecrets } from '../manifest-secrets.js';
 import type { HandoffActor, HandoffDeps } from './types.js';
 
 /** A run id: UTC time and 6 random hex digits, DNS-safe and sortable. */

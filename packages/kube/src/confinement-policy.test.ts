@@ -1,7 +1,7 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
 import { celLiteral } from './cel-literal.js';
-import { type ConfinedObject, type Confinement, closedPolicy, planConfinement } from './confinement.js';
+import { type ConfinedObject, type Confinement, closedPolicy, planConfinement } from './confinement-policy.js';
 import { withSchemaDefaults } from './expected-objects.js';
 import type { KubeObject } from './kube-object.js';
 
