@@ -9,7 +9,7 @@ export type { GitAuth } from './git-revision.js';
 export { resolveGitRevision } from './git-revision.js';
 export type { CreateHandoffDepsOptions } from './handoff/deps.js';
 export { createHandoffDeps, newRunId } from './handoff/deps.js';
-export { fullFingerprint } from './handoff/record.js';
+export { fullFingerprint } from './handoff/fingerprint.js';
 export type {
   ConfinementSummary,
   HandoffActor,
@@ -22,15 +22,8 @@ export type {
 } from './handoff/types.js';
 export { HandoffStep } from './handoff/types.js';
 export { runHandoff } from './handoff.js';
-export type { HandoffPlan, HandoffPlanInput, LoadedPlan } from './handoff-plan.js';
-export {
-  DEFAULT_HANDOFF_LOG_ORIGIN,
-  HandoffPlanSchema,
-  handoffPlanJsonSchema,
-  loadHandoffPlan,
-  parseHandoffPlan,
-  planAsInput,
-} from './handoff-plan.js';
+export type { HandoffPlan, LoadedPlan } from './handoff-plan.js';
+export { handoffPlanJsonSchema, loadHandoffPlan, parseHandoffPlan, planAsInput } from './handoff-plan.js';
 export type { CheckImagesOptions, ImageCheck } from './images/check-images.js';
 export { checkImages } from './images/check-images.js';
 export type { ImageRef } from './images/image-ref.js';
@@ -66,6 +59,8 @@ export { createLogger, fingerprint, REDACT_PATHS, silentLogger } from './logger.
 export { planSecrets, secretsReadByWorkloads } from './manifest-secrets.js';
 export type { ManifestObject, ManifestSet } from './manifest-set.js';
 export { APPLY_ORDER, loadManifestSet, readManifestDir, validateManifestSet } from './manifest-set.js';
+export type { HandoffPlanInput } from './plan-schema.js';
+export { DEFAULT_HANDOFF_LOG_ORIGIN, HandoffPlanSchema } from './plan-schema.js';
 export type { HandoffPreview } from './preview.js';
 export { previewHandoff } from './preview.js';
 export type { Receipt } from './receipt.js';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeObject } from './kube-object.js';
-import { type KubeRestClient, statusOfError, type WatchEvent } from './rest-client.js';
+import type { KubeRestClient } from './rest-client.js';
+import { statusOfError, type WatchEvent } from './rest-http.js';
 
 /** An object to follow: its kind and name (the rest of it is ignored). */
 export type WatchedRef = Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>;

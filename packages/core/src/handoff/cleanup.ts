@@ -11,9 +11,10 @@ import { unfinishedRuns } from '../journal.js';
 import { setDigest } from '../manifest-set.js';
 import { readReceipt } from '../receipt.js';
 import { checkTakeover } from '../takeover.js';
-import { appendPendingRecords, summaryFrame, takeoverSummary } from './record.js';
+import { appendPendingRecords } from './record.js';
 import { completeKilledHandoff, mintedEntry, recordCrashedRuns } from './resume.js';
 import type { HandoffRun } from './run.js';
+import { summaryFrame, takeoverSummary } from './summary.js';
 import { HandoffStep, type HandoffSummary } from './types.js';
 
 /**

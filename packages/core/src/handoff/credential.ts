@@ -15,8 +15,8 @@ import {
 } from '@baton/kube';
 import { pollUntil } from '../clock.js';
 import type { ManifestSet } from '../manifest-set.js';
+import { fullFingerprint } from './fingerprint.js';
 import { createNamespaceIfAbsent } from './preflight.js';
-import { fullFingerprint } from './record.js';
 import { type HandoffRun, safeError } from './run.js';
 import { HandoffStep } from './types.js';
 

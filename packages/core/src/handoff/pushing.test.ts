@@ -11,8 +11,8 @@ import { loadHandoffPlan } from '../handoff-plan.js';
 import type { ManifestSet } from '../manifest-set.js';
 import { fakeHandoffDeps } from './fake-deps.js';
 import { closeWriteWindow, push, verifyAfterClose } from './pushing.js';
-import { credentialSummary } from './record.js';
 import { HandoffRun } from './run.js';
+import { credentialSummary } from './summary.js';
 
 // The end of the push on the fake clock: the close, the unbinding, the token's own confirmation that it may neither
 // write nor read the plan, and the post-close check, against scripted operator and bootstrap clients.

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { HandoffRecord } from '@baton/audit';
-import { flattenRules, type KubeClients, type RbacRule } from '@baton/kube';
+import type { KubeClients, RbacRule } from '@baton/kube';
 import type { AuditAppendResult } from '../audit-sink.js';
 import { pendingRecords } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
-import type { TakeoverState } from '../takeover.js';
-import { type HandoffRun, POST_CLOSE_CHECK, round, safeError, seconds, type TamperingState } from './run.js';
-import type { ConfinementSummary, HandoffSummary, RepairSummary, TamperingSummary } from './types.js';
+import { type HandoffRun, safeError, type TamperingState } from './run.js';
+import { credentialSummary, tamperingSummary } from './summary.js';
+import type { RepairSummary } from './types.js';
 
 /**
  * Appends the run's audit event, journals that it did (a run killed before its receipt is completed by the next
@@ -170,16 +170,6 @@ function repairRecord(r: RepairSummary): NonNullable<NonNullable<HandoffRecord['
   };
 }
 
-/** The summary's view of a rewrite the post-close check found, and of its repair. */
-export function tamperingSummary(t: TamperingState): TamperingSummary {
-  return {
-    detectedBy: POST_CLOSE_CHECK,
-    detectedAt: t.detectedAt.toISOString(),
-    objects: t.mismatches.map((m) => ({ object: m.object, fields: m.fields })),
-    ...(t.repair ? { repair: t.repair } : {}),
-  };
-}
-
 function confinementRecord(run: HandoffRun): Pick<HandoffRecord, 'confinement'> {
   const c = run.confinement;
   if (!c?.installedAt) return {};
@@ -195,55 +185,6 @@ function confinementRecord(run: HandoffRun): Pick<HandoffRecord, 'confinement'> 
       closedAt: c.closedAt?.toISOString() ?? null,
       removedAt: c.removedAt?.toISOString() ?? null,
     },
-  };
-}
-
-/** The summary's view of the confinement, once one was planned. */
-export function confinementSummary(run: HandoffRun): ConfinementSummary | undefined {
-  const c = run.confinement;
-  if (!c) return undefined;
-  return {
-    policyName: c.plan.name,
-    planDigest: c.plan.planDigest,
-    subject: c.plan.subject,
-    allowed: c.plan.allowed,
-    validationCount: c.plan.validationCount,
-    policyBytes: c.plan.policyBytes,
-    partlyPinned: c.plan.partlyPinned,
-    probeDenied: c.probeDenied,
-    installedAt: c.installedAt?.toISOString() ?? null,
-    closedAt: c.closedAt?.toISOString() ?? null,
-    removedAt: c.removedAt?.toISOString() ?? null,
-    ...(c.activeWaitMs !== undefined ? { activeWaitSeconds: seconds(c.activeWaitMs) } : {}),
-    ...(c.probeMs !== undefined ? { probeSeconds: seconds(c.probeMs) } : {}),
-    ...(c.closeMs !== undefined ? { closeSeconds: seconds(c.closeMs) } : {}),
-    ...(c.keptBecause ? { kept: c.keptBecause } : {}),
-    ...(c.verifiedAt ? { verifiedAt: c.verifiedAt.toISOString(), verifiedObjects: c.verifiedObjects ?? 0 } : {}),
-  };
-}
-
-/** The summary's view of the credential, once one was minted. */
-export function credentialSummary(run: HandoffRun): HandoffSummary['credential'] {
-  const id = run.identity;
-  if (!id) return undefined;
-  const revokedAt = run.proof?.revokedAt;
-  const closedAt = run.confinement?.closedAt;
-  const privilegeEndedAt = run.confinement?.privilegeEndedAt;
-  const end = (revokedAt ?? id.expiresAt).getTime();
-  return {
-    subject: id.username,
-    fingerprint: fullFingerprint(id.token),
-    jti: id.jti,
-    issuedAt: id.issuedAt.toISOString(),
-    expiresAt: id.expiresAt.toISOString(),
-    revokedAt: revokedAt?.toISOString() ?? null,
-    secretDeletedAt: run.revoked?.secretDeletedAt.toISOString() ?? null,
-    liveSeconds: seconds(end - id.issuedAt.getTime()),
-    // Without a closed confinement, the credential could write for as long as it authenticated.
-    writeWindowSeconds: seconds(Math.min(closedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
-    // Without a confirmed denial, the credential held its rules for as long as it authenticated.
-    privilegeWindowSeconds: seconds(Math.min(privilegeEndedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
-    rules: flattenRules(run.rules ?? { cluster: [], namespaced: {} }),
   };
 }
 
@@ -297,64 +238,6 @@ export function recordFrame(run: HandoffRun, rev: string): Pick<HandoffRecord, '
   };
 }
 
-/** The fields every summary of the run carries. */
-export function summaryFrame(run: HandoffRun) {
-  return {
-    runId: run.runId,
-    cluster: { name: run.plan.cluster.name, server: run.deps.operator.server },
-    operator: run.operatorName,
-    leftoversRemoved: run.leftoversRemoved,
-    ...(run.suspicious.length > 0 ? { suspicious: run.suspicious } : {}),
-    stepDurationsMs: run.durations,
-  };
-}
-
-/** The summary of a run that went through the pushing part (whatever its outcome). */
-export function finalSummary(run: HandoffRun): HandoffSummary {
-  const credential = credentialSummary(run);
-  const confinement = confinementSummary(run);
-  const step = run.blamedStep();
-  const error = run.error();
-  const proof = run.proof
-    ? {
-        probeStatus: run.proof.probeStatus,
-        tokenReviewAuthenticated: run.proof.review.authenticated,
-        provedAt: run.proof.provedAt.toISOString(),
-        proofWaitSeconds: run.proof.proofWaitSeconds,
-      }
-    : undefined;
-  const errorCode = run.errorCode();
-  return {
-    ...summaryFrame(run),
-    outcome: run.outcome(),
-    ...(step ? { failedStep: step } : {}),
-    ...(error ? { error } : {}),
-    ...(error && errorCode ? { errorCode } : {}),
-    ...(run.tampering ? { tampering: tamperingSummary(run.tampering) } : {}),
-    ...(run.revision ? { revision: run.revision } : {}),
-    ...(credential ? { credential } : {}),
-    ...(confinement ? { confinement } : {}),
-    ...(proof ? { proof } : {}),
-    ...(run.readinessSeconds !== undefined ? { readinessSeconds: run.readinessSeconds } : {}),
-    ...(run.readinessSeconds !== undefined && credential && proof
-      ? { overheadSeconds: round(credential.liveSeconds - run.readinessSeconds - proof.proofWaitSeconds) }
-      : {}),
-    ...(run.takeover ? { takeover: takeoverSummary(run.takeover) } : {}),
-    totalSeconds: run.elapsedSeconds(),
-    ...(run.audit ? { audit: run.audit } : {}),
-  };
-}
-
-/** The summary's view of a takeover check. */
-export function takeoverSummary(state: TakeoverState): NonNullable<HandoffSummary['takeover']> {
-  return {
-    revisionSeen: state.revisionSeen,
-    ownedObjects: state.ownedObjects,
-    notTakenOver: state.notTakenOver,
-    pushOnly: state.pushOnly,
-  };
-}
-
 /** Where the receipt points in the audit log. */
 export function receiptAuditFields(a: AuditAppendResult) {
   return {
@@ -374,11 +257,6 @@ export function recordRules(rules: readonly RbacRule[]): NonNullable<HandoffReco
     verbs: [...r.verbs],
     ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}),
   }));
-}
-
-/** `sha256:<64 hex>` of a secret: what audit records carry instead of the secret. */
-export function fullFingerprint(secret: string): string {
-  return `sha256:${createHash('sha256').update(secret).digest('hex')}`;
 }
 
 /**

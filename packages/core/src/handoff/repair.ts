@@ -16,8 +16,8 @@ import { setDigest } from '../manifest-set.js';
 import { checkTakeover } from '../takeover.js';
 import { confine, mint, scopeCheck } from './credential.js';
 import { prove, revoke } from './ending.js';
+import { fullFingerprint } from './fingerprint.js';
 import { push } from './pushing.js';
-import { fullFingerprint } from './record.js';
 import { HandoffRun, safeError, seconds, type TamperingState } from './run.js';
 import { HandoffStep } from './types.js';
 

@@ -4,8 +4,9 @@ import type { AuditAppendResult } from '../audit-sink.js';
 import { type UnfinishedRun, unfinishedRuns } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
-import { receiptAuditFields, recordFrame, recordRules, summaryFrame, takeoverSummary } from './record.js';
+import { receiptAuditFields, recordFrame, recordRules } from './record.js';
 import { type HandoffRun, round } from './run.js';
+import { summaryFrame, takeoverSummary } from './summary.js';
 import { HandoffStep, type HandoffSummary } from './types.js';
 
 /** The API server caches a successful token check this long (ADR 0005 §3), so a deleted Secret's token may live on. */
