@@ -1,3 +1,6 @@
+// The one writer of an audit log: appends under a file lock, signs checkpoints, and repairs what a crash left. Over
+// 400 lines on purpose: the repair scan's private methods share the open file handle, the lock and the tree state, which
+// a split would have to expose.
 import { type FileHandle, mkdir, open, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { AuditVerifyError, ConfigError } from '@baton/errors';

@@ -4,7 +4,6 @@ export { isAllowed, planReads } from './access-review.js';
 export type {
   BootstrapIdentity,
   BootstrapIdentityRef,
-  BootstrapScan,
   MintOptions,
   RevokeResult,
 } from './bootstrap-identity.js';
@@ -14,16 +13,15 @@ export {
   bootstrapName,
   bootstrapRefFor,
   decodeJwtClaims,
-  findBootstrapLeftovers,
   MIN_TOKEN_SECONDS,
   MINT_FIELD_MANAGER,
   mintBootstrapIdentity,
   RUN_ID_LABEL,
-  removeBootstrapLeftover,
   revokeBootstrapIdentity,
-  scanBootstrapObjects,
   unbindBootstrapIdentity,
 } from './bootstrap-identity.js';
+export type { BootstrapScan } from './bootstrap-leftovers.js';
+export { findBootstrapLeftovers, removeBootstrapLeftover, scanBootstrapObjects } from './bootstrap-leftovers.js';
 export type { ConfinementProbe } from './confinement.js';
 export {
   closeConfinement,
