@@ -31,7 +31,7 @@ import { type Column, OUTPUT_FORMATS, renderTable, screenOf } from '@baton/termi
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
 import { intArg } from '../audit/cli-io.js';
-import { parseDurationMs } from '../up/command.js';
+import { parseDurationMs } from '../shared/duration.js';
 
 /** `baton fleet up`: hand off every cluster of a fleet file in waves. */
 export function fleetUpCommand() {

@@ -15,7 +15,8 @@ import { ImageVerifyError } from '@baton/errors';
 import { type Column, type Field, OUTPUT_FORMATS, renderFields, renderTable, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { operatorClients, SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from '../up/handoff-deps.js';
+import { SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from '../shared/image-verify-flag.js';
+import { operatorClients } from '../shared/operator-clients.js';
 
 /** What `baton plan` prints: the push plan, and what the cluster says of it when one is named. */
 export interface PlanReport {

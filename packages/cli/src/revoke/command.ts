@@ -1,7 +1,7 @@
 import { removeBootstrapLeftover, scanBootstrapObjects } from '@baton/kube';
 import { ageOf, type Column, renderRows, screenOf } from '@baton/terminal';
 import type { Command } from '@commander-js/extra-typings';
-import { clusterCommand, clusterTarget } from '../up/cluster-target.js';
+import { clusterCommand, clusterTarget } from '../shared/cluster-target.js';
 
 /** `baton revoke`: remove bootstrap credentials and confinements left behind (e.g. by a run killed with kill -9). */
 export function revokeCommand(): Command {

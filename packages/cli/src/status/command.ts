@@ -1,7 +1,7 @@
 import { readReceipt } from '@baton/core';
 import { ageOf, type Field, isTimestamp, renderObject, screenOf, words } from '@baton/terminal';
 import type { Command } from '@commander-js/extra-typings';
-import { clusterCommand, clusterTarget } from '../up/cluster-target.js';
+import { clusterCommand, clusterTarget } from '../shared/cluster-target.js';
 
 /** `baton status`: show the in-cluster handoff receipt. Exit 1 when the cluster has none. */
 export function statusCommand(): Command {

@@ -1,7 +1,7 @@
 import { newRunId } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import { describe, expect, it } from 'vitest';
-import { parseDurationMs } from './command.js';
+import { parseDurationMs } from '../shared/duration.js';
 
 describe('baton up flags', () => {
   it('parses --timeout durations', () => {

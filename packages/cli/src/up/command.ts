@@ -1,20 +1,15 @@
 import { dirname, join } from 'node:path';
 import { type HandoffSummary, loadHandoffPlan, runHandoff } from '@baton/core';
-import { ConfigError, isBatonError, TimeoutError } from '@baton/errors';
+import { isBatonError, TimeoutError } from '@baton/errors';
 import { createRunLog, createStepView, planFacts } from '@baton/progress';
 import { OUTPUT_FORMATS, renderFields, screenOf } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
 import { stringify } from 'yaml';
-import { cliHandoffDeps, operatorClients, SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from './handoff-deps.js';
+import { parseDurationMs } from '../shared/duration.js';
+import { SKIP_IMAGE_VERIFY_FLAG, SKIP_IMAGE_VERIFY_WARNING } from '../shared/image-verify-flag.js';
+import { operatorClients } from '../shared/operator-clients.js';
+import { cliHandoffDeps } from './handoff-deps.js';
 import { summaryFields } from './summary-fields.js';
-
-/** Parses `10m`, `90s`, `1h` or plain seconds into milliseconds. @throws {ConfigError} otherwise. */
-export function parseDurationMs(v: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
-  if (!m) throw new ConfigError(`--timeout ${v} is invalid: use a duration like 90s, 10m or 1h`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * unit;
-}
 
 /** `baton up`: run a handoff from a plan. */
 export function upCommand(): Command {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { operatorClients } from './handoff-deps.js';
+import { operatorClients } from './operator-clients.js';
 
 // The operator's kubeconfig as kubectl reads it (issue 28): a KUBECONFIG list merged, first file wins per name,
 // current-context from the first file that sets one, missing files skipped, an empty value meaning unset.

@@ -2,7 +2,7 @@ import { loadHandoffPlan } from '@baton/core';
 import type { KubeClients } from '@baton/kube';
 import { OUTPUT_FORMATS } from '@baton/terminal';
 import { Command, Option } from '@commander-js/extra-typings';
-import { operatorClients } from './handoff-deps.js';
+import { operatorClients } from './operator-clients.js';
 
 /** A command with the options every cluster-side noun shares: --plan, --kubeconfig, --context, --namespace, -o. */
 export function clusterCommand(name: string, description: string) {
