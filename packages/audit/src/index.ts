@@ -8,6 +8,8 @@ export type { CommandSignerOptions } from './command-signer.js';
 export { createCommandSigner } from './command-signer.js';
 export type { DsseEnvelope } from './dsse.js';
 export { DsseEnvelopeSchema, IN_TOTO_PAYLOAD_TYPE, preAuthEncoding } from './dsse.js';
+export type { FileLock, FileLockOptions } from './file-lock.js';
+export { acquireFileLock } from './file-lock.js';
 export type { FleetRecord, FleetStatement } from './fleet-record.js';
 export { FLEET_EVENT_TYPE, FLEET_PREDICATE_TYPE, FleetRecordSchema, FleetStatementSchema } from './fleet-record.js';
 export type { AuditStatement, HandoffEvent, LogEntry } from './handoff-event.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
-// One PID check for the product (audit's file lock, the handoff lock's stale-holder takeover). testenv keeps its own
-// (packages/testenv/src/is-alive.ts): the test bed depends on no product package, so that it can test them.
+// The one PID check (audit's file lock, which the test bed's build and name locks use too, the handoff lock's
+// stale-holder takeover, the bed's watchdog).
 
 /**
  * Whether a local process exists and can still act: `kill(pid, 0)` succeeds or is refused (EPERM: it exists, as

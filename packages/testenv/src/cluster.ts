@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
+import { isProcessAlive } from '@baton/audit';
 import { ConfigError, ProcessError } from '@baton/errors';
 import {
   apiserverArgs,
@@ -21,7 +22,6 @@ import {
 } from './control-plane-binaries.js';
 import { keepFailedStartLogs } from './failed-start-logs.js';
 import { withFileLock } from './file-lock.js';
-import { isAlive } from './is-alive.js';
 import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
@@ -345,9 +345,9 @@ async function claimClusterDir(base: string, name: string): Promise<void> {
 /** Who holds a cluster directory: a live host, a live starter other than us, or nobody (undefined). */
 async function describeHolder(dir: string): Promise<string | undefined> {
   const prev = await readState(dir);
-  if (prev && isAlive(prev.hostPid)) return `pid ${prev.hostPid}, ${prev.server}`;
+  if (prev && isProcessAlive(prev.hostPid)) return `pid ${prev.hostPid}, ${prev.server}`;
   const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
-  if (Number.isFinite(claim) && claim !== process.pid && isAlive(claim)) return `being started by pid ${claim}`;
+  if (Number.isFinite(claim) && claim !== process.pid && isProcessAlive(claim)) return `being started by pid ${claim}`;
   return undefined;
 }
 
@@ -765,7 +765,7 @@ export async function listClusters(
   const out: (ClusterState & { isRunning: boolean })[] = [];
   for (const n of names.sort()) {
     const s = await readState(join(baseDir, n));
-    if (s) out.push({ ...s, isRunning: isAlive(s.hostPid) && Object.values(s.pids).some(isAlive) });
+    if (s) out.push({ ...s, isRunning: isProcessAlive(s.hostPid) && Object.values(s.pids).some(isProcessAlive) });
   }
   return out;
 }
@@ -780,17 +780,17 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
   const s = await readState(dir);
   if (!s)
     throw new ConfigError(`no cluster named "${name}" is recorded under ${baseDir}; \`baton testenv ls\` lists them`);
-  if (s.hostPid !== process.pid && isAlive(s.hostPid)) {
+  if (s.hostPid !== process.pid && isProcessAlive(s.hostPid)) {
     try {
       process.kill(s.hostPid, 'SIGTERM');
     } catch {}
-    await pollUntil(async () => (isAlive(s.hostPid) ? undefined : true), {
+    await pollUntil(async () => (isProcessAlive(s.hostPid) ? undefined : true), {
       timeoutMs: 15_000,
       what: `the host process ${s.hostPid} of cluster "${name}" to exit`,
     }).catch(() => {});
   }
   for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGTERM');
-  await pollUntil(async () => (Object.values(s.pids).some(isAlive) ? undefined : true), {
+  await pollUntil(async () => (Object.values(s.pids).some(isProcessAlive) ? undefined : true), {
     timeoutMs: 10_000,
     what: `cluster "${name}" to stop`,
   }).catch(() => {

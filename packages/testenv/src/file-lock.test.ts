@@ -1,4 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useTempDirs } from '../../../test/support/temp-dirs.js';
@@ -25,7 +26,15 @@ describe('withFileLock', () => {
     for (let i = 0; i < order.length; i += 2) expect(order[i]!.slice(0, 1)).toBe(order[i + 1]!.slice(0, 1));
   });
 
-  it('takes over a lock whose holder process is gone', async () => {
+  it('takes over a lock file whose holder process is gone', async () => {
+    const dir = tempDir('lock-');
+    const lock = join(dir, 'x.lock');
+    // pid 2^22+1 is above Linux's pid_max default: certainly not running.
+    await writeFile(lock, `${JSON.stringify({ pid: 4_194_305, host: hostname(), token: 't', since: '2026-12-07' })}\n`);
+    await expect(withFileLock(lock, async () => 'ran', 5)).resolves.toBe('ran');
+  });
+
+  it("takes over a lock directory (the bed's older form) whose holder process is gone", async () => {
     const dir = tempDir('lock-');
     const lock = join(dir, 'x.lock');
     await mkdir(lock);

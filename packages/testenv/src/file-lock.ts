@@ -1,37 +1,29 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive } from './is-alive.js';
-
-// A second file lock beside @baton/audit's acquireFileLock, on purpose: the test bed depends on no product package
-// (it builds and runs what tests the product, and `baton testenv` works before any product code is built), and it
-// only guards build caches and cluster names, where waiting for a dead holder's pid is enough.
+import { acquireFileLock, isProcessAlive } from '@baton/audit';
 
 /**
- * Runs `fn` while holding a cross-process lock (a directory made atomically by mkdir). A lock whose
- * holder process is gone is taken over, so a crashed build never wedges the cache.
+ * Runs `fn` while holding @baton/audit's cross-process lock at `lockPath` (the audit log's), waiting as long as the
+ * holder lives: a cold build holds it for minutes. A lock whose holder process is gone is taken over, so a crashed
+ * build never wedges the cache.
  */
-export async function withFileLock<T>(lockDir: string, fn: () => Promise<T>, pollMs = 200): Promise<T> {
+export async function withFileLock<T>(lockPath: string, fn: () => Promise<T>, pollMs = 200): Promise<T> {
   // The cache folder the lock guards may not exist yet on a fresh machine.
-  await mkdir(dirname(lockDir), { recursive: true });
-  for (;;) {
-    try {
-      await mkdir(lockDir);
-      await writeFile(`${lockDir}/pid`, String(process.pid));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number.parseInt(await readFile(`${lockDir}/pid`, 'utf8').catch(() => ''), 10);
-      if (Number.isFinite(holder) && !isAlive(holder)) {
-        await rm(lockDir, { recursive: true, force: true });
-        continue;
-      }
-      await sleep(pollMs);
-    }
-  }
+  await mkdir(dirname(lockPath), { recursive: true });
+  await removeDeadDirectoryLock(lockPath);
+  const lock = await acquireFileLock(lockPath, { timeoutMs: Number.POSITIVE_INFINITY, sleep: () => sleep(pollMs) });
   try {
     return await fn();
   } finally {
-    await rm(lockDir, { recursive: true, force: true });
+    await lock.release();
   }
+}
+
+// Before 2026-12-07 the bed's locks were directories holding a `pid` file; one left by a killed process would stop
+// every later build (a lock file cannot be created over it). Removed when its holder is gone, as it was then.
+async function removeDeadDirectoryLock(lockPath: string): Promise<void> {
+  if (!(await stat(lockPath).catch(() => undefined))?.isDirectory()) return;
+  const holder = Number.parseInt(await readFile(join(lockPath, 'pid'), 'utf8').catch(() => ''), 10);
+  if (!Number.isFinite(holder) || !isProcessAlive(holder)) await rm(lockPath, { recursive: true, force: true });
 }
