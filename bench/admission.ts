@@ -17,7 +17,8 @@ import {
   runHandoff,
 } from '@baton/core';
 import { clientsFromKubeconfigFile, describeObject, type KubeObject, statusOf } from '@baton/kube';
-import { type HandoffBed, KubeHttp } from '@baton/testenv';
+import type { KubeRestClient } from '@baton/kube/rest';
+import type { HandoffBed } from '@baton/testenv';
 import { startDemoBed } from '../scripts/demo/bed.js';
 import { median, round } from './stats.js';
 
@@ -38,8 +39,8 @@ interface PluginTime {
   readonly within5ms: number;
 }
 
-async function pluginTime(http: KubeHttp): Promise<PluginTime> {
-  const res = await http.request('GET', '/metrics', undefined, 30_000);
+async function pluginTime(http: KubeRestClient): Promise<PluginTime> {
+  const res = await http.raw('GET', '/metrics');
   if (res.status !== 200) throw new Error(`GET /metrics: HTTP ${res.status}`);
   let seconds = 0;
   let requests = 0;
@@ -110,7 +111,7 @@ for (const profile of profiles) {
     let baseline: PluginTime;
     let baselinePushSeconds: number;
     try {
-      const http = await KubeHttp.fromKubeconfig(base.kubeconfigPath);
+      const http = clientsFromKubeconfigFile(base.kubeconfigPath).rest;
       const before = await pluginTime(http);
       baselinePushSeconds = await operatorPush(base);
       baseline = delta(before, await pluginTime(http));
@@ -120,7 +121,7 @@ for (const profile of profiles) {
     }
     const bed = await startBed(profile, `${tag}-h`);
     try {
-      const http = await KubeHttp.fromKubeconfig(bed.kubeconfigPath);
+      const http = clientsFromKubeconfigFile(bed.kubeconfigPath).rest;
       const loaded = loadHandoffPlan(bed.side.planPath);
       let atPush: PluginTime | undefined;
       let confined: PluginTime | undefined;

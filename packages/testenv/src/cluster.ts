@@ -5,6 +5,7 @@ import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { isProcessAlive } from '@baton/audit';
 import { ConfigError, ProcessError } from '@baton/errors';
+import { KubeRestClient } from '@baton/kube/rest';
 import {
   apiserverArgs,
   auditPolicyPath,
@@ -22,7 +23,6 @@ import {
 } from './control-plane-binaries.js';
 import { keepFailedStartLogs } from './failed-start-logs.js';
 import { withFileLock } from './file-lock.js';
-import { KubeHttp } from './kube-http.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { ManagedProcess, signalGroup } from './managed-process.js';
 import { type BedNetwork, createBedNetwork, removeBedNetwork, wrapInNetns } from './node/bed-network.js';
@@ -249,12 +249,17 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
   });
   await components.saveState();
   const reaper = ownerPid === null ? null : startReaper(ownerPid, layout.dir);
-  const http = new KubeHttp({
-    server: layout.server,
-    caPem: pki.ca.certPem,
-    certPem: pki.admin.certPem,
-    keyPem: pki.admin.keyPem,
-  });
+  // The few raw calls the bed makes itself (readiness, node registration), as the admin, each within 5 s.
+  const http = new KubeRestClient(
+    {
+      server: layout.server,
+      caPem: pki.ca.certPem,
+      certPem: pki.admin.certPem,
+      keyPem: pki.admin.keyPem,
+      requestTimeoutMs: 5_000,
+    },
+    4,
+  );
   const boot: Boot = { layout, bin, components, http, ...deadline };
   const node: NodeBoot | null = nodeBin && net ? { bin: nodeBin, net, pki, started: undefined } : null;
   const cluster = clusterHandle(boot, pki.ca.certPem, node, {
@@ -506,7 +511,7 @@ interface Boot {
   readonly bin: ControlPlaneBinaries;
   readonly components: ClusterComponents;
   /** Admin client of the apiserver. */
-  readonly http: KubeHttp;
+  readonly http: KubeRestClient;
   /** Aborts the start (its deadline, or the caller's signal). */
   readonly signal: AbortSignal;
   /** Milliseconds left of the start's deadline (at least 1 s). */
@@ -630,7 +635,8 @@ async function startApiserver(boot: Boot, timeoutMs: number): Promise<void> {
   await boot.components.start('kube-apiserver', boot.bin.kubeApiserver, apiserverArgs(layout));
   await waitDuringStart(
     boot,
-    async () => (await boot.http.request('GET', '/readyz', undefined, 2_000)).status === 200,
+    async () =>
+      (await boot.http.raw('GET', '/readyz', undefined, undefined, AbortSignal.timeout(2_000))).status === 200,
     `kube-apiserver of cluster "${layout.name}" (${layout.server}) to answer /readyz with 200`,
     { timeoutMs, logOf: 'kube-apiserver' },
   );
@@ -647,10 +653,10 @@ async function startApiserverClients({ layout, bin, components }: Boot, fakeNode
 }
 
 /** @throws ConfigError when the apiserver refuses a node (409: it exists already, fine). */
-async function registerFakeNodes(http: KubeHttp, name: string, nodes: number): Promise<void> {
+async function registerFakeNodes(http: KubeRestClient, name: string, nodes: number): Promise<void> {
   for (let i = 0; i < nodes; i++) {
     const nodeName = `${name}-node-${i}`;
-    const res = await http.request('POST', '/api/v1/nodes', fakeNode(nodeName));
+    const res = await http.raw('POST', '/api/v1/nodes', fakeNode(nodeName));
     if (res.status !== 201 && res.status !== 409) {
       throw new ConfigError(
         `registering fake node ${nodeName} failed with HTTP ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`,
@@ -665,7 +671,7 @@ async function waitUntilSchedulable(boot: Boot, nodes: number): Promise<void> {
   await Promise.all([
     waitDuringStart(
       boot,
-      async () => (await http.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
+      async () => (await http.raw('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
       `kube-controller-manager of cluster "${layout.name}" to create the default ServiceAccount`,
       { logOf: 'kube-controller-manager' },
     ),
@@ -684,8 +690,8 @@ async function waitUntilSchedulable(boot: Boot, nodes: number): Promise<void> {
   ]);
 }
 
-async function countReadyNodes(http: KubeHttp): Promise<number> {
-  const res = await http.request('GET', '/api/v1/nodes');
+async function countReadyNodes(http: KubeRestClient): Promise<number> {
+  const res = await http.raw('GET', '/api/v1/nodes');
   const items = (res.body as { items?: NodeLike[] }).items ?? [];
   return items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
 }

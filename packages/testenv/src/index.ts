@@ -65,8 +65,6 @@ export {
   signKeylessInRegistry,
   writeBedImageTrust,
 } from './image-trust.js';
-export type { KubeHttpResponse, KubeHttpTarget } from './kube-http.js';
-export { KubeHttp } from './kube-http.js';
 export type { KeylessSigner, KeylessSignOptions, LocalSigstore } from './local-sigstore.js';
 export { createLocalSigstore, TRUSTED_ROOT_MEDIA_TYPE } from './local-sigstore.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---

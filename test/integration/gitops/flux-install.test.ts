@@ -3,12 +3,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { type ManifestObject, readManifestDir } from '@baton/core';
 import { clientsFromKubeconfigFile, type KubeClients, type KubeObject, serverSideApply } from '@baton/kube';
+import type { KubeRestClient } from '@baton/kube/rest';
 import {
   type Cluster,
   ensureFluxControllers,
   type FluxControllers,
   type GitServer,
-  KubeHttp,
   pushFluxImages,
   startCluster,
   startGitServer,
@@ -45,7 +45,7 @@ type Stored = KubeObject & {
 let flux: FluxControllers;
 let cluster: Cluster;
 let git: GitServer;
-let http: KubeHttp;
+let http: KubeRestClient;
 let clients: KubeClients;
 /** Upstream image name → the bed's build of it, by digest. */
 let images: Readonly<Record<string, string>>;
@@ -56,18 +56,17 @@ beforeAll(async () => {
   cluster = await startCluster({ node: 'real' });
   git = await startGitServer({ inBed: cluster.realNode! });
   images = await pushFluxImages(flux, cluster.realNode!);
-  http = await KubeHttp.fromKubeconfig(cluster.kubeconfigPath);
   clients = clientsFromKubeconfigFile(cluster.kubeconfigPath);
+  http = clients.rest;
   await git.createRepo(REPO);
 }, 1_800_000);
 
 afterAll(async () => {
-  http?.close();
   await Promise.allSettled([cluster?.stop(), git?.stop()]);
 });
 
 async function get<T>(path: string): Promise<T | undefined> {
-  const res = await http.request('GET', path);
+  const res = await http.raw('GET', path);
   if (res.status === 404) return undefined;
   if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status}`);
   return res.body as T;
@@ -267,7 +266,7 @@ describe('Flux (source-controller + kustomize-controller built from Go modules) 
     const cmPath = '/api/v1/namespaces/flux-demo/configmaps/web-config';
     expect((await get<{ data: Record<string, string> }>(cmPath))?.data.greeting).toBe('second commit');
 
-    const res = await http.request('DELETE', cmPath);
+    const res = await http.raw('DELETE', cmPath);
     expect(res.status).toBe(200);
     await eventually(
       async () => (await get<{ data: Record<string, string> }>(cmPath))?.data.greeting === 'second commit',

@@ -1,8 +1,11 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, isBatonError } from '@baton/errors';
+import { KubeRestClient } from '@baton/kube/rest';
 import { OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
+import { parse as parseYaml } from 'yaml';
 import { ensureArgoCd } from '../argocd/argocd-build.js';
 import { listClusters, stopClusterByName } from '../cluster.js';
 import {
@@ -13,7 +16,6 @@ import {
 } from '../control-plane-binaries.js';
 import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '../detached.js';
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
-import { KubeHttp } from '../kube-http.js';
 import { COREDNS_VERSION, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
 import { clusterColumns, nodeColumns } from './columns.js';
@@ -70,9 +72,9 @@ export function testenvCommand(): Command {
         throw new ConfigError(
           `no running cluster named "${o.name}"; \`baton testenv ls\` lists them, \`baton testenv up\` starts one`,
         );
-      const http = await KubeHttp.fromKubeconfig(c.kubeconfigPath);
+      const http = await adminClient(c.kubeconfigPath);
       try {
-        const res = await http.request('GET', '/api/v1/nodes');
+        const res = await http.raw('GET', '/api/v1/nodes');
         if (res.status !== 200) throw new ConfigError(`listing nodes of "${o.name}" failed with HTTP ${res.status}`);
         const items = (res.body as { items: NodeLike[] }).items;
         const rows = items.map((n) => ({
@@ -311,4 +313,19 @@ function describeUp(c: DetachedCluster): string {
     );
   lines.push(`stop it with: pnpm baton testenv down --name ${c.name}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** A client for the first cluster and user of a client-certificate kubeconfig, as the bed writes its admin's. */
+async function adminClient(path: string): Promise<KubeRestClient> {
+  const kc = parseYaml(await readFile(path, 'utf8')) as {
+    clusters: { cluster: Record<string, string> }[];
+    users: { user: Record<string, string> }[];
+  };
+  const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
+  return new KubeRestClient({
+    server: kc.clusters[0]?.cluster.server ?? '',
+    caPem: b64(kc.clusters[0]?.cluster['certificate-authority-data']),
+    certPem: b64(kc.users[0]?.user['client-certificate-data']),
+    keyPem: b64(kc.users[0]?.user['client-key-data']),
+  });
 }

@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
-import type { KubeHttp } from '../kube-http.js';
+import type { KubeRestClient } from '@baton/kube/rest';
 import { kubeconfigYaml } from '../kubeconfig.js';
 import type { ClusterPki } from '../pki.js';
 import { pollUntil } from '../poll.js';
@@ -46,7 +46,7 @@ export interface RealNodeContext {
   readonly net: BedNetwork;
   /** The apiserver as the node reaches it, `https://<node address>:<port>`. */
   readonly server: string;
-  readonly http: KubeHttp;
+  readonly http: KubeRestClient;
   readonly bin: NodeBinaries;
   /** Starts a node process inside the bed's namespace, its log in the cluster's logs. */
   start(component: NodeComponent, command: string, args: string[]): Promise<void>;
@@ -195,14 +195,14 @@ async function corednsReady(url: string): Promise<boolean> {
   throw new Error(`${url} answered ${res.status} ${(await res.text()).trim().slice(0, 200)}`);
 }
 
-async function nodeReady(http: KubeHttp, name: string): Promise<boolean> {
-  const res = await http.request('GET', `/api/v1/nodes/${name}`);
+async function nodeReady(http: KubeRestClient, name: string): Promise<boolean> {
+  const res = await http.raw('GET', `/api/v1/nodes/${name}`);
   const conditions = (res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions;
   return res.status === 200 && conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
 
 /** kubeadm's CoreDNS role and binding, and the kube-dns Service at the clusterDNS address, served on the node. */
-async function createClusterDns(http: KubeHttp, nodeIp: string): Promise<void> {
+async function createClusterDns(http: KubeRestClient, nodeIp: string): Promise<void> {
   const objects: [string, unknown][] = [
     [
       '/apis/rbac.authorization.k8s.io/v1/clusterroles',
@@ -249,7 +249,7 @@ async function createClusterDns(http: KubeHttp, nodeIp: string): Promise<void> {
     ],
   ];
   for (const [path, body] of objects) {
-    const res = await http.request('POST', path, body);
+    const res = await http.raw('POST', path, body);
     if (res.status !== 201 && res.status !== 409)
       throw new ProcessError(`creating cluster DNS: POST ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
   }
