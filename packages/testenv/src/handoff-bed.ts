@@ -3,6 +3,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSyn
 import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { HandoffPlanInput } from '@baton/core/plan';
 import { ConfigError } from '@baton/errors';
 import { stringify } from 'yaml';
 import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from './cluster.js';
@@ -264,7 +265,7 @@ function planFor(p: {
   gitPath: string;
   revision: string;
   images: BedImageTrust;
-}): Record<string, unknown> {
+}): HandoffPlanInput {
   return {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { HandoffPlanInput } from '@baton/core/plan';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { RealNodeInfo } from '../cluster.js';
 import {
@@ -210,7 +211,7 @@ function argoCdPlan(
     readonly privilege: 'scoped' | 'cluster-admin';
     readonly imageTrust: BedImageTrust;
   },
-): Record<string, unknown> {
+): HandoffPlanInput {
   return {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',

@@ -1,6 +1,7 @@
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { HandoffPlanInput } from '@baton/core/plan';
 import { stringify } from 'yaml';
 import type { RealNodeInfo } from '../cluster.js';
 import {
@@ -137,7 +138,7 @@ function fluxPlan(
     readonly privilege: 'scoped' | 'cluster-admin';
     readonly imageTrust: BedImageTrust;
   },
-): Record<string, unknown> {
+): HandoffPlanInput {
   return {
     apiVersion: 'baton.dev/v1alpha1',
     kind: 'HandoffPlan',
