@@ -11,11 +11,10 @@
 //                     change, so what is pinned stays pinned
 //   --json            print {"baton-controller": {...}, "baton": {...}} (digest, sizeBytes, layers, sbom, signature,
 //                     wallMs)
-import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openSigner, type Signer } from '@baton/audit';
-import { type BuildSource, DEFAULT_CACHE_DIR, imageProvenance, signLayout } from '@baton/image';
+import { DEFAULT_CACHE_DIR, gitBuildSource, imageProvenance, signLayout } from '@baton/image';
 import { buildCliImage, CLI_IMAGE_NAME, pinCliImage } from '../packages/cli/image/build.js';
 import { buildImage, IMAGE_NAME, pinDigest } from '../packages/controller/image/build.js';
 
@@ -42,7 +41,7 @@ async function main(): Promise<void> {
   const signer: Signer | undefined = values['sign-key']
     ? await openSigner({ kind: 'key-file', path: resolve(values['sign-key']) }, '--sign-key')
     : undefined;
-  const source = signer ? buildSource() : undefined;
+  const source = signer ? gitBuildSource(REPO_ROOT) : undefined;
   // Signed, each image also carries a signed SLSA provenance attestation: this commit, and what its SBOM lists.
   const sign = async (dir: string, name: string, entry: string) => {
     if (!signer || !source) return {};
@@ -78,15 +77,6 @@ async function main(): Promise<void> {
 }
 
 /** The commit this checkout builds, and whether the work tree holds changes it does not. */
-function buildSource(): BuildSource {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-  return {
-    uri: 'git+https://github.com/baton-dev/baton',
-    commit: git('rev-parse', 'HEAD'),
-    clean: git('status', '--porcelain', '--untracked-files=no') === '',
-  };
-}
-
 main().catch((err) => {
   process.stderr.write(`image:build: ${(err as Error).message}\n`);
   process.exitCode = 1;

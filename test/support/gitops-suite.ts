@@ -83,6 +83,11 @@ export interface SideRow<S extends ControllerSide> {
    * the audit event lists them by digest with the reason, apart from the verified ones.
    */
   readonly unsigned?: Readonly<Record<string, string>>;
+  /**
+   * The builder and source the SLSA provenance of every verified image must name, for a side whose plans ask for it
+   * (baton-controller's: its image carries the provenance of this checkout's image build, as a release's does).
+   */
+  readonly provenance?: { readonly builder: string; readonly source: string };
   /** The controller's own status, read independently of baton: at the commit, healthy, applying server-side. */
   readonly expectOwnStatus: (bed: HandoffBed<S>, admin: KubeClients) => Promise<void>;
   /**
@@ -375,7 +380,14 @@ export function gitopsHandoffSuite<S extends ControllerSide>(row: SideRow<S>): v
       );
       const imageKey = (await bedImageKey()).verifierKey;
       const signedBy = row.signedBy ?? (() => imageKey);
-      for (const v of e.plan.push.images?.verified ?? []) expect(v.signedBy).toBe(signedBy(v.image));
+      for (const v of e.plan.push.images?.verified ?? []) {
+        expect(v.signedBy).toBe(signedBy(v.image));
+        expect(v.provenance).toEqual(
+          row.provenance
+            ? { ...row.provenance, attestation: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) }
+            : undefined,
+        );
+      }
       const pods = await admin.core.listNamespacedPod({
         namespace: row.image.pods.namespace,
         labelSelector: row.image.pods.labelSelector,

@@ -25,7 +25,9 @@ export {
   writeLayout,
 } from './oci.js';
 export {
+  BATON_SOURCE_URI,
   type BuildSource,
+  gitBuildSource,
   IMAGE_BUILD_TYPE,
   IMAGE_BUILDER_ID,
   imageProvenance,

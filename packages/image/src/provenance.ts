@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+
 export { SLSA_PROVENANCE_PREDICATE_TYPE } from '@baton/audit';
 
 /** What `pnpm image:build` does, as SLSA names a build's type; its parameters are below. */
@@ -13,6 +15,22 @@ export interface BuildSource {
   readonly commit: string;
   /** False when the checkout had changes the commit does not hold: the image is then not what the commit builds. */
   readonly clean: boolean;
+}
+
+/** baton's repository, as its images' provenance names their source. */
+export const BATON_SOURCE_URI = 'git+https://github.com/baton-dev/baton';
+
+/**
+ * The commit checked out at `repoRoot` and whether the worktree holds changes it does not (untracked files aside).
+ * @throws when `repoRoot` is not a Git checkout.
+ */
+export function gitBuildSource(repoRoot: string): BuildSource {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8' }).trim();
+  return {
+    uri: BATON_SOURCE_URI,
+    commit: git('rev-parse', 'HEAD'),
+    clean: git('status', '--porcelain', '--untracked-files=no') === '',
+  };
 }
 
 interface SpdxPackage {

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
-import { DEFAULT_CACHE_DIR, extendImage, filesLayer, type TarEntry, treeEntries } from '@baton/image';
+import { DEFAULT_CACHE_DIR, extendImage, filesLayer, gitBuildSource, type TarEntry, treeEntries } from '@baton/image';
 import { withFileLock } from './file-lock.js';
 import { bedImageKey, signBedImages } from './image-trust.js';
 import { cacheRoot } from './paths.js';
@@ -51,7 +51,13 @@ export interface BuiltImage {
  * @throws ProcessError when the build fails.
  */
 export const buildControllerImage = oncePerProcess(() =>
-  buildSigned('pnpm image:build', ['packages/controller/image/build.ts'], CONTROLLER_IMAGE_LAYOUT, CONTROLLER_IMAGE),
+  buildSigned(
+    'pnpm image:build',
+    ['packages/controller/image/build.ts'],
+    CONTROLLER_IMAGE_LAYOUT,
+    CONTROLLER_IMAGE,
+    'packages/controller/src/main.ts',
+  ),
 );
 
 /** `build` run once per process (again after a failure), its result shared by every caller. */
@@ -67,11 +73,18 @@ function oncePerProcess(build: () => Promise<BuiltImage>): () => Promise<BuiltIm
 }
 
 /**
- * Runs one of the image build scripts from these sources, signs the layout it wrote and freezes it, one image build
- * at a time on the machine (they share the layer cache and `dist/images/`).
+ * Runs one of the image build scripts from these sources, signs the layout it wrote (with the SLSA provenance of
+ * `entry` at this checkout's commit) and freezes it, one image build at a time on the machine (they share the layer
+ * cache and `dist/images/`).
  * @throws ProcessError naming `what` with the script's stderr.
  */
-async function buildSigned(what: string, args: readonly string[], layout: string, name: string): Promise<BuiltImage> {
+async function buildSigned(
+  what: string,
+  args: readonly string[],
+  layout: string,
+  name: string,
+  entry: string,
+): Promise<BuiltImage> {
   return withFileLock(join(cacheRoot(), 'image', 'build.lock'), async () => {
     let digest: string;
     try {
@@ -86,17 +99,20 @@ async function buildSigned(what: string, args: readonly string[], layout: string
         { cause: err },
       );
     }
-    await signBedImages(layout, name);
-    return { digest, layout: freezeLayout(layout, digest, (await bedImageKey()).keyId.toString('hex')) };
+    const source = gitBuildSource(REPO_ROOT);
+    await signBedImages(layout, name, { entry, source });
+    const signedBy = `${(await bedImageKey()).keyId.toString('hex')}-${source.commit.slice(0, 12)}${source.clean ? '' : '-dirty'}`;
+    return { digest, layout: freezeLayout(layout, digest, signedBy) };
   });
 }
 
 /**
- * A copy of `layout` that nothing rewrites, by its name, image digest and signing key (the same key signs the same
- * digest into the same bytes, so an existing copy is the same): blobs hard-linked (copied across file systems).
+ * A copy of `layout` that nothing rewrites, by its name, image digest, signing key and the commit its provenance names
+ * (the same key signs the same digest and commit into the same bytes, so an existing copy is the same; a dirty
+ * worktree's provenance says so, whatever the changes): blobs hard-linked (copied across file systems).
  */
-function freezeLayout(layout: string, digest: string, keyId: string): string {
-  const dir = join(cacheRoot(), 'image', 'signed', `${basename(layout)}-${digest.replace('sha256:', '')}-${keyId}`);
+function freezeLayout(layout: string, digest: string, signedBy: string): string {
+  const dir = join(cacheRoot(), 'image', 'signed', `${basename(layout)}-${digest.replace('sha256:', '')}-${signedBy}`);
   if (existsSync(join(dir, 'index.json'))) return dir;
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
@@ -152,6 +168,7 @@ export const buildCliImage = oncePerProcess(() =>
     ['packages/cli/image/build.ts', '--out', CLI_IMAGE_LAYOUT],
     CLI_IMAGE_LAYOUT,
     CLI_IMAGE,
+    'packages/cli/src/main.ts',
   ),
 );
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HandoffPlanInput } from '@baton/core/plan';
 import { ConfigError } from '@baton/errors';
+import { BATON_SOURCE_URI, IMAGE_BUILDER_ID } from '@baton/image';
 import { stringify } from 'yaml';
 import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from './cluster.js';
 import { CONTROLLER_IMAGE, pinnedControllerImage, pushControllerImage } from './controller-image.js';
@@ -276,7 +277,12 @@ function planFor(p: {
       manifests: './push',
       budgetSeconds: 300,
       secrets: [{ name: 'baton-webhook', fromFile: './webhook.yaml' }],
-      images: { trustedKeys: './image-keys.yaml', mirrors: p.images.mirrors },
+      // The controller image is signed with the bed's key and carries its SLSA provenance, as a release's does.
+      images: {
+        trustedKeys: './image-keys.yaml',
+        provenance: { builders: [IMAGE_BUILDER_ID], sources: [BATON_SOURCE_URI] },
+        mirrors: p.images.mirrors,
+      },
     },
     pull: {
       credential: { fromFile: './pull.yaml' },

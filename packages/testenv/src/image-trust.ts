@@ -9,7 +9,7 @@ import {
   writeSigningKeyFile,
 } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
-import { SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
+import { type BuildSource, imageProvenance, SIGNATURE_ANNOTATIONS, signLayout } from '@baton/image';
 import { createLocalSigstore, type KeylessSigner, type LocalSigstore } from './local-sigstore.js';
 import { cacheRoot } from './paths.js';
 import { attachToRegistry, putCosignV2Signature } from './registry.js';
@@ -40,13 +40,26 @@ export function bedImageKey(): Promise<SigningKey> {
   return key;
 }
 
+/** How an image of baton's was built, for its SLSA provenance: the entry point and the checkout it was built from. */
+export interface BedImageBuild {
+  /** The bundled entry point, e.g. `packages/controller/src/main.ts`. */
+  readonly entry: string;
+  readonly source: BuildSource;
+}
+
 /**
  * Signs the images of an OCI layout with the bed's key, as a release signs baton's images (`pnpm image:build
- * --sign-key`): a cosign v3 signature attached as a referrer, which the bed's registry then serves with the image.
- * Same key, same bytes: beds signing one layout at once write the same files.
+ * --sign-key`): a cosign v3 signature attached as a referrer, which the bed's registry then serves with the image;
+ * for one of baton's own images (`build`), also its signed SLSA provenance, as the release attaches it. Same key,
+ * same commit, same bytes: beds signing one layout at once write the same files.
  */
-export async function signBedImages(layoutDir: string, name: string): Promise<void> {
-  await signLayout(layoutDir, name, await bedImageKey());
+export async function signBedImages(layoutDir: string, name: string, build?: BedImageBuild): Promise<void> {
+  await signLayout(
+    layoutDir,
+    name,
+    await bedImageKey(),
+    build ? { provenance: (_, sbom) => imageProvenance(build.entry, build.source, sbom) } : {},
+  );
 }
 
 /** The OIDC issuer of GitHub Actions, which upstream release workflows sign their images as (keyless). */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { writeSigningKeyPair } from '@baton/audit';
+import { BATON_SOURCE_URI, IMAGE_BUILDER_ID } from '@baton/image';
 import type { KubeClients, KubeObject } from '@baton/kube';
 import { BATON_CONTROLLER_PROFILE } from '@baton/testbed';
 import { type BatonControllerSide, CONTROLLER_IMAGE, type HandoffBed, startHandoffBed } from '@baton/testenv';
@@ -17,6 +18,8 @@ const GITSYNC = { apiVersion: 'baton.dev/v1alpha1', kind: 'GitSync' } as const;
 const BATON_CONTROLLER_ROW: SideRow<BatonControllerSide> = {
   profile: 'baton-controller',
   controller: 'baton-controller',
+  // The bed's plans ask for the provenance the image build attaches (this checkout's commit, as a release's).
+  provenance: { builder: IMAGE_BUILDER_ID, source: BATON_SOURCE_URI },
   // Its image is built by setup (`pnpm image:build`) and pinned in the profile; the bed pushes it to its registry.
   build: async () => {},
   startBed: (o = {}) => {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, isOwnedBy, loadManifestSet, RECEIPT_NAME, runHandoff } from '@baton/core';
+import { BATON_SOURCE_URI, IMAGE_BUILDER_ID } from '@baton/image';
 import {
   clientsFromToken,
   computeBootstrapRules,
@@ -102,7 +103,19 @@ describe('baton up on a fresh cluster', () => {
     const digest = image.split('@')[1]!;
     expect(statement!.predicate.plan.push.images).toEqual({
       verification: 'verified',
-      verified: [{ image, digest, signedBy: (await bedImageKey()).verifierKey }],
+      verified: [
+        {
+          image,
+          digest,
+          signedBy: (await bedImageKey()).verifierKey,
+          // The bed's plans ask for the SLSA provenance the image build attaches, as a release's would.
+          provenance: {
+            builder: IMAGE_BUILDER_ID,
+            source: BATON_SOURCE_URI,
+            attestation: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+          },
+        },
+      ],
     });
     // The controller image is the statement's first subject, named once.
     expect(statement!.subject.filter((s) => s.digest.sha256 === digest.slice('sha256:'.length))).toEqual([
