@@ -6,14 +6,28 @@
 //   - key: a cosign v3 bundle signed by an Ed25519 key (what pnpm image:build --sign-key attaches);
 //   - keyless: a cosign v3 bundle with a Fulcio-style certificate and Rekor entry, verified against a trusted root;
 //   - keyless-cosign-v2: the same identity in cosign v2's `sha256-<hex>.sig` tag (one more lookup);
+//   - key+provenance: the key's signature and a signed SLSA provenance v1 attestation beside it, with a policy that
+//     asks for a trusted builder (the attestation's referrer and bundle read, and the predicate checked);
 // plus loading a keyless policy (reading the trusted root; the first load also imports sigstore-js) and each
 // signature's size. The certificate authority and logs are the test bed's private Sigstore.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { keylessTrust, SIGSTORE_BUNDLE_MEDIA_TYPE, SigningKey, signImage, TrustedKeySet } from '@baton/audit';
+import {
+  attestImage,
+  keylessTrust,
+  SIGSTORE_BUNDLE_MEDIA_TYPE,
+  SigningKey,
+  signImage,
+  TrustedKeySet,
+} from '@baton/audit';
 import { type ImageTrustPolicy, parseImageRef, RegistryClient, verifyImages } from '@baton/core';
-import { SIGNATURE_ANNOTATIONS } from '@baton/image';
+import {
+  IMAGE_BUILDER_ID,
+  PROVENANCE_ANNOTATIONS,
+  SIGNATURE_ANNOTATIONS,
+  SLSA_PROVENANCE_PREDICATE_TYPE,
+} from '@baton/image';
 import { createLocalSigstore, putCosignV2Signature, startRegistry, writeTestImage } from '@baton/testenv';
 import { median, numberFlag, round } from './stats.js';
 
@@ -41,6 +55,25 @@ try {
   await registry.attach('bench/app', keyDigest, keyBundle, SIGSTORE_BUNDLE_MEDIA_TYPE, SIGNATURE_ANNOTATIONS);
   sizes.key = keyBundle.length;
 
+  // The same key's signature of another image, and its provenance: what pnpm image:build --sign-key attaches.
+  const provenanceDigest = await push('provenance');
+  await registry.attach(
+    'bench/app',
+    provenanceDigest,
+    Buffer.from(JSON.stringify(await signImage(NAME, provenanceDigest, key))),
+    SIGSTORE_BUNDLE_MEDIA_TYPE,
+    SIGNATURE_ANNOTATIONS,
+  );
+  const predicate = {
+    buildDefinition: { buildType: 'https://baton.dev/image-build/v1', externalParameters: {} },
+    runDetails: { builder: { id: IMAGE_BUILDER_ID } },
+  };
+  const attestation = Buffer.from(
+    JSON.stringify(await attestImage(NAME, provenanceDigest, SLSA_PROVENANCE_PREDICATE_TYPE, predicate, key)),
+  );
+  await registry.attach('bench/app', provenanceDigest, attestation, SIGSTORE_BUNDLE_MEDIA_TYPE, PROVENANCE_ANNOTATIONS);
+  sizes['key+provenance'] = keyBundle.length + attestation.length;
+
   const keylessDigest = await push('keyless');
   const keylessBundle = Buffer.from(JSON.stringify(await sigstore.signImage(NAME, keylessDigest, SIGNER)));
   await registry.attach('bench/app', keylessDigest, keylessBundle, SIGSTORE_BUNDLE_MEDIA_TYPE, SIGNATURE_ANNOTATIONS);
@@ -67,6 +100,7 @@ try {
     keys: new TrustedKeySet({ origin: 'bench.baton.dev/release', keys: [{ key: key.verifierKey }] }),
   };
   const keylessPolicy: ImageTrustPolicy = { source: 'bench', keyless: trust };
+  const provenancePolicy: ImageTrustPolicy = { ...keyPolicy, provenance: { builders: [IMAGE_BUILDER_ID] } };
   const client = () => new RegistryClient({ mirrors: { 'ghcr.io': `http://${registry.host}` } });
 
   const time = async (name: string, run: () => Promise<unknown>) => {
@@ -97,6 +131,10 @@ try {
     'keyless-cosign-v2': await time('keyless-cosign-v2', () =>
       verifyImages([`${NAME}@${v2Digest}`], keylessPolicy, client()),
     ),
+    'key+provenance': await time('key+provenance', async () => {
+      const v = await verifyImages([`${NAME}@${provenanceDigest}`], provenancePolicy, client());
+      if (v.verified[0]?.provenance?.builder !== IMAGE_BUILDER_ID) throw new Error('the provenance was not checked');
+    }),
   };
 
   const result = {
@@ -113,7 +151,7 @@ try {
     keylessPolicyLoadMs: { first: round(firstPolicyLoadMs, 2), median: round(median(policyLoads), 2) },
     signatureBytes: sizes,
     notes:
-      'Per image, a fresh RegistryClient each run (an anonymous registry on loopback, no token round trips). A handoff verifies each image of its push set once, in order; a remote registry adds its round trips (key and keyless: referrers API or tag, referrer manifest, bundle blob; cosign v2: those lookups, then the .sig tag and its payload). The first keyless policy load includes importing sigstore-js (lazily, only when a plan or profile names keyless identities).',
+      'Per image, a fresh RegistryClient each run (an anonymous registry on loopback, no token round trips). A handoff verifies each image of its push set once, in order; a remote registry adds its round trips (key and keyless: referrers API or tag, referrer manifest, bundle blob; cosign v2: those lookups, then the .sig tag and its payload; key+provenance: those of the signature, then the referrer manifest and bundle of the attestation, and the predicate checked; its signatureBytes is both bundles). The first keyless policy load includes importing sigstore-js (lazily, only when a plan or profile names keyless identities).',
   };
   writeFileSync(resultPath, `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
