@@ -19,8 +19,9 @@ export interface PollOptions {
 /**
  * Polls `check` until it returns a value other than `undefined`. Errors thrown by `check` count as
  * "not yet" and the last one is kept for the timeout message. Integration code only: unit-testable
- * logic takes an injected clock instead. The product's poll is `pollUntil` of `@baton/core/clock` (injected clock,
- * errors end the wait); this one stays because the test bed depends on no product package.
+ * logic takes an injected clock instead. The product's poll is `pollUntil` of `@baton/core/clock`, where a thrown error
+ * ends the wait (a handoff must not retry what failed); a bed's components refuse connections until they are up, so
+ * here an error means "not yet", and a guard stops the wait when a component exits.
  * @throws TimeoutError naming what did not become ready.
  */
 export async function pollUntil<T>(check: () => Promise<T | undefined>, options: PollOptions): Promise<T> {
