@@ -10,7 +10,6 @@ import { listenHttp } from './http-routes.js';
 import { LeaderElector } from './leader-election.js';
 import { Metrics } from './metrics.js';
 import { SyncPass } from './sync-pass.js';
-import { SyncStatusWriter } from './sync-status.js';
 
 /** Options of {@link startController}. Every collaborator is swappable. */
 export interface ControllerOptions {
@@ -107,8 +106,6 @@ class Controller {
   private readonly stopCtl = new AbortController();
   private server: Server | undefined;
   private url = '';
-  private readonly events: EventRecorder;
-  private readonly status: SyncStatusWriter;
   private pending = false;
   private wake: (() => void) | undefined;
   private failures = 0;
@@ -132,7 +129,7 @@ class Controller {
         );
     });
     this.applier = new Applier({ kube: this.kube, log: this.log, clock: this.clock });
-    this.events = new EventRecorder({
+    const events = new EventRecorder({
       kube: this.kube,
       log: this.log,
       clock: this.clock,
@@ -140,18 +137,12 @@ class Controller {
       gitSyncName: this.name,
       identity: o.identity,
     });
-    this.status = new SyncStatusWriter({
-      kube: this.kube,
-      events: this.events,
-      clock: this.clock,
-      path: (sub) => this.gitSyncPath(sub),
-    });
     this.pass = new SyncPass({
       kube: this.kube,
       log: this.log,
       clock: this.clock,
       applier: this.applier,
-      status: this.status,
+      events,
       metrics: this.metrics,
       namespace: o.namespace,
       name: this.name,

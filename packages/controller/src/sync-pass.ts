@@ -7,13 +7,14 @@ import type { KubeRestClient } from '@baton/kube/rest';
 import type { Logger } from 'pino';
 import { type Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
 import type { SyncOutcome } from './controller.js';
+import type { EventRecorder } from './events.js';
 import { type FetchedRevision, fetchRevision, GitFailure, GitFetchError } from './git-source.js';
 import { type GitSync, type GitSyncSpec, parseGitSyncSpec } from './gitsync.js';
 import { fingerprint } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { renderDirectory } from './render.js';
 import { readGitAuth, readWebhookKey } from './secrets.js';
-import type { SyncStatusWriter } from './sync-status.js';
+import { SyncStatusWriter } from './sync-status.js';
 
 /** What one sync has learned so far, for the step that records its result. */
 interface SyncRun {
@@ -40,6 +41,8 @@ export class SyncPass {
   hasSynced = false;
   /** The last finished sync (an aborted one leaves it as it was). */
   lastSync: SyncOutcome | undefined;
+  /** The GitSync's status and Events: the pass decides, this writes. */
+  private readonly status: SyncStatusWriter;
 
   constructor(
     private readonly o: {
@@ -47,7 +50,8 @@ export class SyncPass {
       readonly log: Logger;
       readonly clock: Clock;
       readonly applier: Applier;
-      readonly status: SyncStatusWriter;
+      /** Where the status writer records the sync's Events. */
+      readonly events: EventRecorder;
       readonly metrics: Metrics;
       readonly namespace: string;
       /** The GitSync's name. */
@@ -59,7 +63,9 @@ export class SyncPass {
       /** The GitSync's API path. */
       readonly path: (sub?: string) => string;
     },
-  ) {}
+  ) {
+    this.status = new SyncStatusWriter({ kube: o.kube, events: o.events, clock: o.clock, path: o.path });
+  }
 
   /** One sync: reconcile, or record why not; the outcome is built once, in {@link finishSync}. */
   async run(signal: AbortSignal): Promise<SyncOutcome & { intervalMs?: number }> {
@@ -83,7 +89,7 @@ export class SyncPass {
     const revision = fetched.revision;
     // An earlier failed attempt at this revision must not swallow its Applied event.
     const isNewlyApplied = gs.status?.lastAppliedRevision !== revision;
-    await this.o.status.attempting(gs, revision);
+    await this.status.attempting(gs, revision);
     const objects = await renderDirectory(fetched.dir, spec.path).catch((err: unknown) => {
       throw new SyncError('RenderFailed', `revision ${revision.slice(0, 12)}: ${(err as Error).message}`, {
         cause: err,
@@ -151,7 +157,7 @@ export class SyncPass {
       ? `; refused to prune ${result.pruneRefused.length} protected object(s): ${result.pruneRefused.slice(0, 3).join(', ')}`
       : '';
     const message = `applied revision ${revision}: ${result.inventory.length} objects (${result.appliedCount} sent, ${result.pruned.length} pruned, ${result.drifted.length} drift reverted)${refused}`;
-    await this.o.status.succeeded(gs, revision, result, message, isNewlyApplied);
+    await this.status.succeeded(gs, revision, result, message, isNewlyApplied);
     if (result.drifted.length)
       run.log.warn({ drifted: result.drifted.slice(0, 20), driftCount: result.drifted.length }, 'drift reverted');
     this.o.metrics.observeSync(durationSeconds, true, result.appliedCount, result.pruned.length);
@@ -177,7 +183,7 @@ export class SyncPass {
     this.o.metrics.observeError(reason);
     if (run.gs) {
       try {
-        await this.o.status.failed(run.gs, {
+        await this.status.failed(run.gs, {
           ...(run.revision ? { revision: run.revision } : {}),
           reason,
           isStalled,
