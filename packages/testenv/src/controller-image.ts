@@ -15,7 +15,15 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ProcessError } from '@baton/errors';
-import { DEFAULT_CACHE_DIR, extendImage, filesLayer, gitBuildSource, type TarEntry, treeEntries } from '@baton/image';
+import {
+  type BuildSource,
+  DEFAULT_CACHE_DIR,
+  extendImage,
+  filesLayer,
+  gitBuildSource,
+  type TarEntry,
+  treeEntries,
+} from '@baton/image';
 import { withFileLock } from './file-lock.js';
 import { bedImageKey, signBedImages } from './image-trust.js';
 import { cacheRoot } from './paths.js';
@@ -99,11 +107,19 @@ async function buildSigned(
         { cause: err },
       );
     }
-    const source = gitBuildSource(REPO_ROOT);
+    const source = buildSource();
     await signBedImages(layout, name, { entry, source });
     const signedBy = `${(await bedImageKey()).keyId.toString('hex')}-${source.commit.slice(0, 12)}${source.clean ? '' : '-dirty'}`;
     return { digest, layout: freezeLayout(layout, digest, signedBy) };
   });
+}
+
+// Read once per process: two git commands per image build added up over a suite's beds, and a test process does not
+// change the checkout it runs from.
+let source: BuildSource | undefined;
+function buildSource(): BuildSource {
+  source ??= gitBuildSource(REPO_ROOT);
+  return source;
 }
 
 /**
