@@ -87,11 +87,19 @@ describe('baton-controller failure modes and availability', () => {
     expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'AuthenticationFailed' });
     expect(condition(status, 'Ready')?.message).toContain('pull-credential Secret');
     expect(condition(status, 'Ready')?.message).toContain(env.git.repoUrl(env.repo));
-    // Backoff 1 s, 2 s, 4 s...: over 6 s at most 4 attempts, never a hot loop; the process stays healthy.
-    const before = (await fetchMetric(c.url, 'baton_controller_syncs_total{result="failure"}')) ?? 0;
-    await new Promise((r) => setTimeout(r, 6_000));
-    const after = (await fetchMetric(c.url, 'baton_controller_syncs_total{result="failure"}')) ?? 0;
-    expect(after - before).toBeLessThanOrEqual(4);
+    // Backoff 1 s, 2 s, 4 s (retryBaseMs 1 s), never a hot loop: waits for four failed syncs, then checks each gap
+    // between them against its backoff (a gap is the wait plus the next sync, so never shorter).
+    const failedAt = () =>
+      logLines(logs.text())
+        .filter((l) => l.msg === 'sync failed')
+        .map((l) => Date.parse(String(l.time)));
+    await eventually(async () => failedAt().length >= 4, 30_000, 'four failed syncs');
+    const times = failedAt().slice(0, 4);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    // 25 ms of slack for the timer's and the log's clocks.
+    expect(gaps.map((gap, i) => gap >= 1_000 * 2 ** i - 25)).toEqual([true, true, true]);
+    expect(gaps[2]).toBeLessThan(8_000);
+    expect(await fetchMetric(c.url, 'baton_controller_syncs_total{result="failure"}')).toBeGreaterThanOrEqual(4);
     expect((await fetch(`${c.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${c.url}/readyz`)).status).toBe(503);
     expect(logs.text().includes('not-the-password')).toBe(false);

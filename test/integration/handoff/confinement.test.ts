@@ -2,11 +2,12 @@ import { type HandoffStep, type HandoffSummary, loadManifestSet, runHandoff } fr
 import { type KubeObject, probeToken } from '@baton/kube';
 import { type BatonControllerEnv, createBatonControllerEnv } from '@baton/testbed';
 import { type Cluster, startCluster } from '@baton/testenv';
+import { type ApiException, PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attacker, bootstrapServiceAccount, stealToken } from '../../support/attacker.js';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { auditEventsBy, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
-import { adminClients, confinementsLeft, statusOfCall } from '../../support/kube.js';
+import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
 
 // An attacker who gets hold of the bootstrap identity during the push window (here: the operator requests a second
 // token for the run's ServiceAccount) tries to plant lasting access against the real apiserver. RBAC alone allowed
@@ -34,8 +35,9 @@ beforeAll(async () => {
         Object.assign(during, await attack(stolen, bootstrap, 'during'));
       } else {
         pushCompletedAt = Date.now();
-        // 2 s after the push, while the token still authenticates (the API server's cache, or the stolen token).
-        await new Promise((r) => setTimeout(r, 2000));
+        // After the push, while the token still authenticates (the API server's cache, or the stolen token): once the
+        // close has deleted the identity's bindings, which the attack's last attempt asserts.
+        await untilRefusedByRbac(stolen);
         Object.assign(after, await attack(stolen, bootstrap, 'after'));
         afterTokenStatus = await probeToken(deps.operator, stolen);
       }
@@ -164,20 +166,42 @@ async function attack(token: string, bootstrapName: string, phase: 'during' | 'a
     c.core.deleteNamespacedServiceAccount({ namespace: 'baton-system', name: 'baton-controller' }),
   );
   if (phase === 'after') {
-    await attempt('re-apply the planned ServiceAccount exactly (the push is over)', () =>
-      apply({
-        apiVersion: 'v1',
-        kind: 'ServiceAccount',
-        metadata: {
-          name: 'baton-controller',
-          namespace: 'baton-system',
-          labels: { 'app.kubernetes.io/name': 'baton-controller' },
-        },
-        automountServiceAccountToken: true,
-      }),
-    );
+    await attempt('re-apply the planned ServiceAccount exactly (the push is over)', () => apply(PLANNED_SA));
   }
   return out;
+}
+
+/** A planned object exactly as planned. */
+const PLANNED_SA: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'ServiceAccount',
+  metadata: {
+    name: 'baton-controller',
+    namespace: 'baton-system',
+    labels: { 'app.kubernetes.io/name': 'baton-controller' },
+  },
+  automountServiceAccountToken: true,
+};
+
+/**
+ * Waits until RBAC refuses `token` a dry-run re-apply of a planned object: the run's close has deleted the identity's
+ * bindings (the closed policy alone refuses it earlier, with its own message).
+ */
+async function untilRefusedByRbac(token: string): Promise<void> {
+  const { c } = attacker(cluster.kubeconfigPath, token);
+  await eventually(
+    async () => {
+      try {
+        await c.objects.patch(PLANNED_SA, undefined, 'All', 'baton-bootstrap', true, PatchStrategy.ServerSideApply);
+        return false;
+      } catch (err) {
+        const e = err as ApiException<string>;
+        return e.code === 403 && String(e.body).includes('cannot patch');
+      }
+    },
+    30_000,
+    'RBAC refusing the stolen token a re-apply of the plan',
+  );
 }
 
 function plannedDeployment(): KubeObject {

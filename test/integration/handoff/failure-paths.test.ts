@@ -6,10 +6,10 @@ import { formatTrustedKeys, type KeylessIdentity, readEntries } from '@baton/aud
 import { type HandoffSummary, loadManifestSet, runHandoff } from '@baton/core';
 import { ConfigError, ImageVerifyError } from '@baton/errors';
 import { signLayout } from '@baton/image';
-import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken } from '@baton/kube';
+import { clientsFromKubeconfigFile, clientsImpersonating, findBootstrapLeftovers, probeToken } from '@baton/kube';
 import { type Cluster, freePorts, type GitServer, startCluster, startGitServer, startRegistry } from '@baton/testenv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attacker } from '../../support/attacker.js';
+import { attacker, bootstrapServiceAccount } from '../../support/attacker.js';
 import { CONTROLLER_MANIFESTS, createHandoffEnv, type HandoffEnv } from '../../support/handoff-env.js';
 import { auditEventsBy, CLI, JWT_PATTERN, testHandoffDeps } from '../../support/handoff-run.js';
 import { adminClients, confinementsLeft, eventually, statusOfCall } from '../../support/kube.js';
@@ -176,17 +176,33 @@ describe('a handoff that does not complete', () => {
     const admin = adminClients(cluster.kubeconfigPath);
     const { deps } = testHandoffDeps(e.loaded, cluster.kubeconfigPath, {
       confinementTimeoutMs: 3000,
-      // The binding vanishes between install and probe (as if another admin or an admission config disabled it),
-      // long enough before the probe for the API server to have dropped it.
+      // The binding vanishes between install and probe (as if another admin or an admission config disabled it):
+      // after the mint, and the scope check waits until the API server has dropped it (a dry-run write outside the
+      // plan, asked as the identity, is then allowed).
       onStep: async (step) => {
-        if (step !== 'mint') return;
+        if (step !== 'scope-check') return;
         const [binding] = (await confinementsLeft(admin)).filter((x) => x.includes('Binding/'));
         await admin.objects.delete({
           apiVersion: 'admissionregistration.k8s.io/v1',
           kind: 'ValidatingAdmissionPolicyBinding',
           metadata: { name: binding!.split('/')[1]! },
         });
-        await new Promise((r) => setTimeout(r, 3000));
+        const as = clientsImpersonating(
+          admin,
+          `system:serviceaccount:baton-system:${await bootstrapServiceAccount(admin)}`,
+        );
+        // Where the plan creates the controller's ServiceAccount, so RBAC lets the identity create one (by any name).
+        const outsideThePlan = {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name: 'not-planned', namespace: e.loaded.plan.controller.namespace },
+        };
+        await expect
+          .poll(() => statusOfCall(() => as.objects.create(outsideThePlan, undefined, 'All')), {
+            timeout: 30_000,
+            interval: 200,
+          })
+          .toBe(200);
       },
     });
     const s = await runHandoff(e.loaded, deps);
