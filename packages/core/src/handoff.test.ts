@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeClock } from './fake-clock.js';
 import { fakeHandoffDeps } from './handoff/fake-deps.js';
+import type { Pushed } from './handoff/phases.js';
 import { HandoffRun } from './handoff/run.js';
 import type { HandoffDeps, HandoffSummary } from './handoff/types.js';
 import { driveHandoff, type HandoffSteps } from './handoff.js';
@@ -36,6 +37,8 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
     createFakeClock(),
   );
   const run = new HandoffRun({ ...plan, journalDir }, deps);
+  // The driver hands each step what the one before returned, and reads none of it itself.
+  const phase = {} as Pushed;
   const step = (name: StepName, enter?: 'enter' | 'enterSafely') => async (r: HandoffRun) => {
     if (opts.readOnlyJournalAt === name) {
       // Root writes through file modes: a directory where the journal file was makes every append fail (EISDIR).
@@ -48,35 +51,50 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
     if (name === 'push') r.fact('3 objects pushed');
     if (opts.throwAt === name) throw new Error(`${name} broke`);
     if (name === 'mint') r.identity = {} as HandoffRun['identity'];
+    return phase;
   };
   const steps: HandoffSteps = {
     begin: async (r) => {
       calls.push('begin');
       if (opts.throwAt === 'begin') throw new Error('refused');
       r.journal.write(r.runId, 'start', r.clock.now());
-      return { lock: {} as never, release: async () => void calls.push('release') };
+      return {
+        held: { lock: {} as never, release: async () => void calls.push('release') },
+        set: phase.set,
+        rules: phase.rules,
+      };
     },
     cleanup: async () => {
       calls.push('cleanup');
       if (opts.throwAt === 'cleanup') throw new Error('cleanup broke');
-      return opts.early ? ({ outcome: 'already-handed-off' } as HandoffSummary) : undefined;
+      return opts.early ? { ended: { outcome: 'already-handed-off' } as HandoffSummary } : { scoped: phase };
     },
     confine: step('confine', 'enter'),
     mint: step('mint', 'enter'),
-    scopeCheck: step('scopeCheck', 'enter'),
+    scopeCheck: async (r) => void (await step('scopeCheck', 'enter')(r)),
     push: step('push', 'enter'),
     takeover: async (r) => {
       await step('takeover', 'enter')(r);
       if (opts.signal)
         await new Promise((_, reject) => r.signal.addEventListener('abort', () => reject(r.signal.reason)));
     },
-    revoke: step('revoke', 'enterSafely'),
-    prove: step('prove', 'enterSafely'),
+    revoke: async (r) => {
+      await step('revoke', 'enterSafely')(r);
+      return {};
+    },
+    prove: async (r) => {
+      await step('prove', 'enterSafely')(r);
+      return {};
+    },
     repair: async (r) => {
       if (r.tampering) await step('repair', 'enterSafely')(r);
+      return undefined;
     },
-    record: step('record', 'enterSafely'),
-    summarize: (r) => ({ outcome: r.outcome(), failedStep: r.blamedStep(), error: r.error() }) as HandoffSummary,
+    record: async (r) => {
+      await step('record', 'enterSafely')(r);
+      return {};
+    },
+    summarize: (r, e) => ({ outcome: r.outcome(e), failedStep: r.blamedStep(e), error: r.error(e) }) as HandoffSummary,
   };
   const finished = () =>
     readFileSync(join(journalDir, 'test.jsonl'), 'utf8')

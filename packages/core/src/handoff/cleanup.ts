@@ -8,9 +8,10 @@ import {
   scanBootstrapObjects,
 } from '@baton/kube';
 import { unfinishedRuns } from '../journal.js';
-import { setDigest } from '../manifest-set.js';
-import { readReceipt } from '../receipt.js';
+import { type ManifestSet, setDigest } from '../manifest-set.js';
+import { type Receipt, readReceipt } from '../receipt.js';
 import { checkTakeover } from '../takeover.js';
+import type { Begun, Inspection, Scoped } from './phases.js';
 import { appendPendingRecords } from './record.js';
 import { completeKilledHandoff, mintedEntry, recordCrashedRuns } from './resume.js';
 import type { HandoffRun } from './run.js';
@@ -18,19 +19,20 @@ import { summaryFrame, takeoverSummary } from './summary.js';
 import { HandoffStep, type HandoffSummary } from './types.js';
 
 /**
- * What the cluster says before anything is minted. Returns a summary when the run ends here: the cluster is already
+ * What the cluster says before anything is minted. Ends the run here, with a summary, when the cluster is already
  * handed off ("push is for install; pull is for operate": only re-checked), or an earlier run was killed after the
  * takeover (its record is completed; nothing is minted). Otherwise resolves the revision, removes what killed runs
- * left behind (only objects baton created; labelled decoys are reported), records them, and returns undefined.
+ * left behind (only objects baton created; labelled decoys are reported), records them, and scopes the push.
  * @throws what the API, Git or the audit sink throws (the run then fails before minting).
  */
-export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | undefined> {
+export async function inspectCluster(run: HandoffRun, begun: Begun): Promise<Inspection> {
   const { operator } = run.deps;
   const { plan } = run;
-  const set = run.set!;
+  const { set } = begun;
   await appendPendingRecords(run);
-  run.receipt = await readReceipt(operator, plan.batonNamespace);
-  if (run.receipt?.outcome === HandoffOutcome.handedOff) return recheckHandedOff(run);
+  const receipt = await readReceipt(operator, plan.batonNamespace);
+  run.receipt = receipt;
+  if (receipt?.outcome === HandoffOutcome.handedOff) return { ended: await recheckHandedOff(run, set, receipt) };
 
   await run.enter(HandoffStep.cleanup);
   const revision = plan.pull.source.revision ?? (await run.deps.resolveRevision(plan.pull.source));
@@ -42,22 +44,22 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
   // journaled credential never finished): after a run that ended failed, a controller that became ready later is
   // handed off anew, with a provable credential.
   const mayBeKilled =
-    run.receipt === undefined ||
+    receipt === undefined ||
     removedByRun.size > 0 ||
     unfinishedRuns(run.journal).some((r) => r.runId !== run.runId && mintedEntry(r) !== undefined);
   const found = mayBeKilled ? await checkTakeover(operator, plan, set, revision) : undefined;
   if (found?.isComplete) {
     run.takeover = found;
-    return completeKilledHandoff(run, found, removedByRun, listedAt, revision);
+    return { ended: await completeKilledHandoff(run, found, removedByRun, listedAt, revision) };
   }
   await recordCrashedRuns(run, removedByRun, revision);
-  skipWhatPullOwns(run, found ?? (await checkTakeover(operator, plan, set, revision)));
+  const scoped = skipWhatPullOwns(run, begun, revision, found ?? (await checkTakeover(operator, plan, set, revision)));
   run.fact(
     `revision ${revision.slice(0, 12)}; ${run.leftoversRemoved.length > 0 ? `${run.leftoversRemoved.length} leftover objects removed` : 'nothing left behind'}`,
   );
   // A signal during preflight or cleanup stops the run before any credential exists.
   run.signal.throwIfAborted();
-  return undefined;
+  return { scoped };
 }
 
 /**
@@ -67,26 +69,32 @@ export async function inspectCluster(run: HandoffRun): Promise<HandoffSummary | 
  * objects, its Secrets among them, and anything not owned yet), confined to exactly that, so its credential is still
  * minted, confined, revoked and proven, and the takeover is checked over the whole set. Nothing owned: the whole set.
  */
-function skipWhatPullOwns(run: HandoffRun, state: { readonly ownedObjects: readonly string[] }): void {
-  const set = run.set;
-  if (!set || state.ownedObjects.length === 0) return;
+function skipWhatPullOwns(
+  run: HandoffRun,
+  { set, rules }: Begun,
+  revision: string,
+  state: { readonly ownedObjects: readonly string[] },
+): Scoped {
+  const whole: Scoped = { set, toPush: set, rules, revision };
+  if (state.ownedObjects.length === 0) return whole;
   const owned = new Set(state.ownedObjects);
   const objects = set.objects.filter((m) => !owned.has(describeObject(m.object)));
-  if (objects.length === 0 || objects.length === set.objects.length) return;
-  run.pushSet = { ...set, objects, digest: setDigest(objects) };
-  run.rules = computeBootstrapRules(
+  if (objects.length === 0 || objects.length === set.objects.length) return whole;
+  const part = computeBootstrapRules(
     objects.map((m) => m.object),
     set.objects.map((m) => m.object),
   );
+  // The credential's rules, as the summary and the record report them.
+  run.rules = part;
   run.log.info(
-    { pushed: objects.length, owned: owned.size, rules: flattenRules(run.rules).length },
+    { pushed: objects.length, owned: owned.size, rules: flattenRules(part).length },
     'the controller already owns part of the set: pushing only the rest',
   );
+  return { set, toPush: { ...set, objects, digest: setDigest(objects) }, rules: part, revision };
 }
 
-async function recheckHandedOff(run: HandoffRun): Promise<HandoffSummary> {
-  const receipt = run.receipt!;
-  const state = await checkTakeover(run.deps.operator, run.plan, run.set!, receipt.revision);
+async function recheckHandedOff(run: HandoffRun, set: ManifestSet, receipt: Receipt): Promise<HandoffSummary> {
+  const state = await checkTakeover(run.deps.operator, run.plan, set, receipt.revision);
   run.log.info({ receiptRunId: receipt.runId, healthy: state.isComplete }, 'cluster already handed off');
   return {
     ...summaryFrame(run),

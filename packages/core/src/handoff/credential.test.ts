@@ -8,9 +8,11 @@ import { ApiException } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSettlingFakeClock } from '../fake-clock.js';
 import { loadHandoffPlan } from '../handoff-plan.js';
+import type { ManifestSet } from '../manifest-set.js';
 import { scopeCheck } from './credential.js';
 import { fakeHandoffDeps } from './fake-deps.js';
-import { HandoffRun } from './run.js';
+import type { Minted } from './phases.js';
+import { type ConfinementState, HandoffRun } from './run.js';
 
 // The scope check on the fake clock: before the credential writes anything, its effective rules must be exactly the
 // computed ones and the confinement must deny it a write outside the plan; either failing stops the run before the
@@ -62,43 +64,45 @@ function setup(o: { effective: readonly RbacRule[]; isProbeDenied: boolean }) {
   } as unknown as KubeClients;
   const clock = createSettlingFakeClock();
   const run = new HandoffRun({ ...plan, journalDir }, fakeHandoffDeps({}, { confinementTimeoutMs: 3_000 }, clock));
-  run.rules = {
+  const rules = {
     cluster: [],
     namespaced: { 'gitops-system': RULES.map((r) => ({ ...r, namespace: 'gitops-system' })) },
   };
-  run.confinement = { plan: confinement, expected: [], probeDenied: false, installedAt: clock.now() };
-  run.bootstrap = bootstrap;
-  return { run, clock, probes: () => probes };
+  const state: ConfinementState = { plan: confinement, expected: [], probeDenied: false, installedAt: clock.now() };
+  const set = { objects: [], digest: confinement.planDigest } as unknown as ManifestSet;
+  // Only what the scope check reads: the token's clients, the rules, the confinement and what is pushed.
+  const minted = { set, toPush: set, rules, confinement: state, bootstrap } as unknown as Minted;
+  return { run, minted, state, clock, probes: () => probes };
 }
 
 describe('scopeCheck', () => {
   it('passes when the rules are exactly the computed ones and the confinement denies the probe', async () => {
-    const { run } = setup({ effective: RULES, isProbeDenied: true });
-    await scopeCheck(run);
-    expect(run.confinement!.probeDenied).toBe(true);
+    const { run, minted, state } = setup({ effective: RULES, isProbeDenied: true });
+    await scopeCheck(run, minted);
+    expect(state.probeDenied).toBe(true);
   });
 
   it('fails closed when the token holds a rule the plan did not compute (get on Secrets), naming it', async () => {
-    const { run, probes } = setup({
+    const { run, minted, probes } = setup({
       effective: [...RULES, { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['pull'] }],
       isProbeDenied: true,
     });
-    const err = await scopeCheck(run).catch((e: unknown) => e);
+    const err = await scopeCheck(run, minted).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KubeApiError);
     expect((err as Error).message).toMatch(/holds rules the plan did not compute .*extra \[.*secrets\|get\|pull/);
     expect(probes()).toBe(0);
   });
 
   it('fails closed when the confinement does not deny the probe within the timeout (on the fake clock)', async () => {
-    const { run, clock, probes } = setup({ effective: RULES, isProbeDenied: false });
+    const { run, minted, state, clock, probes } = setup({ effective: RULES, isProbeDenied: false });
     const t0 = clock.monotonicMs();
-    const err = await scopeCheck(run).catch((e: unknown) => e);
+    const err = await scopeCheck(run, minted).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfinementError);
     expect((err as Error).message).toMatch(
       /did not deny a probe write outside the plan within 3 s \(last answer HTTP 200\); nothing was pushed/,
     );
     expect(clock.monotonicMs() - t0).toBeGreaterThanOrEqual(3_000);
     expect(probes()).toBeGreaterThan(10);
-    expect(run.confinement!.probeDenied).toBe(false);
+    expect(state.probeDenied).toBe(false);
   });
 });

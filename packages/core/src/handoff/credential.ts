@@ -16,8 +16,9 @@ import {
 import { pollUntil } from '../clock.js';
 import type { ManifestSet } from '../manifest-set.js';
 import { fullFingerprint } from './fingerprint.js';
+import type { Confined, Minted, Scoped } from './phases.js';
 import { createNamespaceIfAbsent } from './preflight.js';
-import { type HandoffRun, safeError } from './run.js';
+import { type ConfinementState, type HandoffRun, safeError } from './run.js';
 import { HandoffStep } from './types.js';
 
 /**
@@ -28,11 +29,11 @@ import { HandoffStep } from './types.js';
  * (its informers, its CEL compilation) out of the credential's live window.
  * @throws {ConfinementError} when the policy cannot be installed (nothing is minted or pushed).
  */
-export async function confine(run: HandoffRun): Promise<void> {
+export async function confine(run: HandoffRun, scoped: Scoped): Promise<Confined> {
   const { operator } = run.deps;
   const { plan } = run;
-  const set = run.toPush()!;
-  const ref = bootstrapRefFor(run.runId, plan.batonNamespace, run.rules!);
+  const set = scoped.toPush;
+  const ref = bootstrapRefFor(run.runId, plan.batonNamespace, scoped.rules);
   await run.enter(HandoffStep.confine, { policy: ref.name });
   await ensureNamespaces(operator, set);
   const objects = await expectedObjects(
@@ -41,11 +42,11 @@ export async function confine(run: HandoffRun): Promise<void> {
     {
       fieldManager: plan.push.fieldManager,
       force: run.repairOf !== undefined,
-      wholeSet: (run.set ?? set).objects.map((m) => m.object),
+      wholeSet: scoped.set.objects.map((m) => m.object),
       signal: run.signal,
     },
   );
-  const confinement = planConfinement({
+  const plannedConfinement = planConfinement({
     name: ref.name,
     runId: run.runId,
     username: `system:serviceaccount:${ref.namespace}:${ref.name}`,
@@ -54,14 +55,20 @@ export async function confine(run: HandoffRun): Promise<void> {
     objects,
   });
   // Noted before the install: a half-installed confinement (policy without binding) is removed like a whole one.
-  run.confinement = { plan: confinement, expected: objects, probeDenied: false };
-  await installConfinement(operator, confinement);
-  run.confinement.installedAt = run.clock.now();
-  run.fact(`${confinement.allowed.length} objects allowed by ${confinement.name}`);
+  const confinement: ConfinementState = { plan: plannedConfinement, expected: objects, probeDenied: false };
+  run.confinement = confinement;
+  await installConfinement(operator, plannedConfinement);
+  confinement.installedAt = run.clock.now();
+  run.fact(`${plannedConfinement.allowed.length} objects allowed by ${plannedConfinement.name}`);
   run.log.info(
-    { policy: confinement.name, planDigest: confinement.planDigest, validations: confinement.validationCount },
+    {
+      policy: plannedConfinement.name,
+      planDigest: plannedConfinement.planDigest,
+      validations: plannedConfinement.validationCount,
+    },
     'confined the bootstrap identity to the plan',
   );
+  return { ...scoped, confinement, ref };
 }
 
 // Roles live in namespaces: the operator creates the install's namespace so the scoped Role can be bound in it.
@@ -83,23 +90,24 @@ async function ensureNamespaces(operator: KubeClients, set: ManifestSet): Promis
  * (never the token) and starts the push-window budget, counted from the token's issue.
  * @throws {KubeApiError} naming the object that could not be created (the run revokes what exists).
  */
-export async function mint(run: HandoffRun): Promise<void> {
+export async function mint(run: HandoffRun, confined: Confined): Promise<Minted> {
   const { operator } = run.deps;
   const { plan, clock } = run;
-  const ref = bootstrapRefFor(run.runId, plan.batonNamespace, run.rules!);
+  const { ref } = confined;
+  // Noted before the TokenRequest: a token whose answer is lost must still be revoked.
   run.ref = ref;
   await run.enter(HandoffStep.mint, {
     name: ref.name,
     namespace: ref.namespace,
     roleNamespaces: ref.roleNamespaces,
-    revision: run.revision,
+    revision: confined.revision,
   });
   const identity = await mintBootstrapIdentity(operator, {
     runId: run.runId,
     namespace: plan.batonNamespace,
-    rules: run.rules!,
+    rules: confined.rules,
     now: () => clock.now(),
-    beforeToken: (username) => awaitConfinementActive(run, username),
+    beforeToken: (username) => awaitConfinementActive(run, confined, username),
   });
   run.identity = identity;
   run.issuedMs = clock.monotonicMs();
@@ -120,7 +128,7 @@ export async function mint(run: HandoffRun): Promise<void> {
   );
   run.fact(`${identity.username.split(':').at(-1)}, token until ${identity.expiresAt.toISOString()}`);
   run.startBudget();
-  run.bootstrap = clientsFromToken(operator, identity.token);
+  return { ...confined, identity, bootstrap: clientsFromToken(operator, identity.token) };
 }
 
 /**
@@ -130,14 +138,14 @@ export async function mint(run: HandoffRun): Promise<void> {
  * token itself (scope check); this wait only moves the waiting out of the window. An operator who may not
  * impersonate skips it.
  */
-async function awaitConfinementActive(run: HandoffRun, username: string): Promise<void> {
-  const c = run.confinement!;
+async function awaitConfinementActive(run: HandoffRun, confined: Confined, username: string): Promise<void> {
+  const c = confined.confinement;
   const as = clientsImpersonating(run.deps.operator, username);
   const t0 = run.clock.monotonicMs();
   try {
     await pollUntil(
       async () => {
-        const p = await probeConfinement(as, c.plan, run.plan.controller.namespace, probeLike(run));
+        const p = await probeConfinement(as, c.plan, run.plan.controller.namespace, probeLike(run, confined));
         if (p.status === 403 && !p.denied && p.message.includes('cannot impersonate')) return 'no-impersonation';
         return p.denied ? 'active' : undefined;
       },
@@ -163,8 +171,8 @@ async function awaitConfinementActive(run: HandoffRun, username: string): Promis
 // no ServiceAccount create there for the usual probe: it probes with its first namespaced kind that RBAC lets it
 // create as such (a Role or RoleBinding would be refused for escalation before admission sees it).
 const RBAC_KINDS = ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
-function probeLike(run: HandoffRun): KubeObject | undefined {
-  const objects = run.toPush()?.objects.map((m) => m.object) ?? [];
+function probeLike(run: HandoffRun, { toPush }: Scoped): KubeObject | undefined {
+  const objects = toPush.objects.map((m) => m.object);
   const ns = run.plan.controller.namespace;
   if (objects.some((o) => o.kind === 'ServiceAccount' && o.metadata.namespace === ns)) return undefined;
   return objects.find((o) => o.metadata.namespace && !RBAC_KINDS.includes(o.kind));
@@ -178,31 +186,30 @@ const BAD_CREDENTIAL = 'the throwaway credential holds rules the plan did not co
  * unplanned ServiceAccount, which RBAC allows). Either failing stops the run before the push: it fails closed.
  * @throws {KubeApiError} when the rules differ. @throws {ConfinementError} when the probe is not denied in time.
  */
-export async function scopeCheck(run: HandoffRun): Promise<void> {
+export async function scopeCheck(run: HandoffRun, minted: Minted): Promise<void> {
   const { plan } = run;
-  const bootstrap = run.bootstrap!;
+  const { bootstrap, confinement: c } = minted;
   await run.enter(HandoffStep.scopeCheck);
-  const diffs = await diffEffectiveRules(bootstrap, run.rules!, [
+  const diffs = await diffEffectiveRules(bootstrap, minted.rules, [
     plan.controller.namespace,
     plan.batonNamespace,
     'default',
     'kube-system',
   ]);
   const bad = diffs.filter((d) => d.extra.length > 0 || d.missing.length > 0 || d.isIncomplete);
-  if (bad.length > 0) {
-    const d = bad[0]!;
+  const [d] = bad;
+  if (d) {
     throw new KubeApiError(
       `${BAD_CREDENTIAL} (or lacks some): in namespace ${d.namespace} extra [${d.extra.slice(0, 5).join(', ')}] missing [${d.missing.slice(0, 5).join(', ')}]; a binding to system:serviceaccounts or system:authenticated widens every ServiceAccount: remove it, then rerun`,
       { details: { diffs: bad } },
     );
   }
-  const c = run.confinement!;
   let last = 0;
   const probeStart = run.clock.monotonicMs();
   try {
     await pollUntil(
       async () => {
-        const p = await probeConfinement(bootstrap, c.plan, plan.controller.namespace, probeLike(run));
+        const p = await probeConfinement(bootstrap, c.plan, plan.controller.namespace, probeLike(run, minted));
         last = p.status;
         return p.denied ? p : undefined;
       },

@@ -80,18 +80,18 @@ describe('revoke after a TokenRequest whose answer was lost', () => {
     const { run } = newRun(operator);
     // The mint got as far as the TokenRequest (run.ref is set) but no identity came back.
     expect(run.identity).toBeUndefined();
-    await revoke(run);
-    await prove(run);
+    const revoked = await revoke(run);
+    const proof = await prove(run, revoked);
     // A token baton never saw may be live: the policy is switched to deny-all, not left plan-shaped.
     expect(calls.slice(0, 2)).toEqual(['read', 'replace']);
     expect(run.confinement!.closedAt).toBeDefined();
-    expect(run.proofFailure).toMatch(/^revocation failed/);
+    expect(revoked.failure).toMatch(/^revocation failed/);
     expect(run.confinement!.removedAt).toBeUndefined();
     expect(run.confinement!.keptBecause).toMatch(/token request whose answer baton never saw/);
     expect(run.confinement!.keptBecause).toMatch(/the next run or baton revoke removes it/);
     // The policy and its binding were never asked to go.
     expect(calls.filter((c) => c === 'delete')).toEqual([]);
-    expect(run.outcome()).toBe('failed');
+    expect(run.outcome({ revoke: revoked, proof })).toBe('failed');
   });
 
   it('removes the confinement once the revoke went through (the bound Secret is gone, so is any token)', async () => {
@@ -100,8 +100,8 @@ describe('revoke after a TokenRequest whose answer was lost', () => {
       ok: ['readNamespacedSecret', 'deleteNamespacedSecret', 'deleteNamespacedServiceAccount', 'delete'],
     });
     const { run } = newRun(operator);
-    await revoke(run);
-    expect(run.revoked?.deleted).toContain('Secret/baton-system/baton-bootstrap-r1');
+    const { revoked } = await revoke(run);
+    expect(revoked?.deleted).toContain('Secret/baton-system/baton-bootstrap-r1');
     expect(run.confinement!.removedAt).toBeDefined();
     expect(calls).toContain('delete');
   });
@@ -125,8 +125,8 @@ describe('revoke when the API server stalls', () => {
     const { run, clock } = newRun(operator, { requestTimeoutMs: 2_000 });
     run.closing = never();
     const t0 = clock.monotonicMs();
-    await revoke(run);
-    expect(run.revoked).toBeDefined();
+    const { revoked } = await revoke(run);
+    expect(revoked).toBeDefined();
     expect(clock.monotonicMs() - t0).toBeGreaterThanOrEqual(2_000);
     expect(clock.monotonicMs() - t0).toBeLessThan(10_000);
   });
@@ -135,9 +135,9 @@ describe('revoke when the API server stalls', () => {
     const { operator } = scriptedOperator({ hang: true });
     const { run, clock } = newRun(operator, { requestTimeoutMs: 1_000, revokeRetryMs: 6_000 });
     const t0 = clock.monotonicMs();
-    await revoke(run);
-    expect(run.revoked).toBeUndefined();
-    expect(run.proofFailure).toMatch(/revocation failed: .*got no answer within 3 s; run baton revoke once/);
+    const { revoked, failure } = await revoke(run);
+    expect(revoked).toBeUndefined();
+    expect(failure).toMatch(/revocation failed: .*got no answer within 3 s; run baton revoke once/);
     expect(clock.monotonicMs() - t0).toBeLessThan(20_000);
     expect(run.confinement!.keptBecause).toBeDefined();
   });

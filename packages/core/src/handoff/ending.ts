@@ -1,11 +1,12 @@
 import { closeConfinement, probeToken, removeConfinement, reviewToken, revokeBootstrapIdentity } from '@baton/kube';
 import { pollUntil, retryUntil, withDeadline } from '../clock.js';
-import { type HandoffRun, safeError, seconds } from './run.js';
+import type { ProofOutcome, RevokeOutcome } from './phases.js';
+import { type ConfinementState, type HandoffRun, type ProofState, safeError, seconds } from './run.js';
 import { HandoffStep } from './types.js';
 
 // The steps below run on every path (success, failure, timeout, budget, signal, exception) with the operator's
 // credential and no run signal. None of them throws: a journal that cannot be written, a hook that fails or an API
-// server that stops answering for a while must not skip a revoke; what could not be done is noted on the run.
+// server that stops answering for a while must not skip a revoke; each returns what it did and what it could not.
 
 /**
  * Waits for the close the push started (bounded), closes the write window if the push did not, then deletes the throwaway Secret (the token stops authenticating
@@ -13,16 +14,17 @@ import { HandoffStep } from './types.js';
  * `revokeRetryMs`, never past the token's own expiry; each request is bounded, so a hung API server is retried too.
  * Without a minted token, a confinement is removed at once (there is nothing for it to confine).
  */
-export async function revoke(run: HandoffRun): Promise<void> {
-  if (!run.ref && !run.confinement) return;
+export async function revoke(run: HandoffRun): Promise<RevokeOutcome> {
+  if (!run.ref && !run.confinement) return {};
   await run.enterSafely(HandoffStep.revoke);
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const c = run.confinement;
   // A close started after the push may still be confirming: let it finish (it never throws) before closing again,
   // but no longer than one request's deadline: an API server that stalled mid-close must not hold the revoke.
-  if (run.closing)
-    await withDeadline(run.clock, requestMs, 'the close after the push', () => run.closing!).catch(() =>
+  const { closing } = run;
+  if (closing)
+    await withDeadline(run.clock, requestMs, 'the close after the push', () => closing).catch(() =>
       run.log.warn('the close after the push did not finish; revoking anyway'),
     );
   // Closed whenever a token may exist, seen or not: a TokenRequest whose answer was lost may have left a live token
@@ -34,12 +36,13 @@ export async function revoke(run: HandoffRun): Promise<void> {
       })
       .catch((err: unknown) => run.log.error({ err: safeError(err) }, 'could not close the confinement; revoking'));
   }
+  let outcome: RevokeOutcome = {};
   if (run.ref) {
     const ref = run.ref;
     const expiresMs = run.identity ? run.identity.expiresAt.getTime() - run.clock.now().getTime() : 0;
     const retryMs = Math.min(run.deps.revokeRetryMs ?? 120_000, Math.max(expiresMs, run.identity ? 0 : 30_000));
     try {
-      run.revoked = await retryUntil(
+      const revoked = await retryUntil(
         run.clock,
         run.clock.monotonicMs() + retryMs,
         () =>
@@ -50,22 +53,26 @@ export async function revoke(run: HandoffRun): Promise<void> {
       );
       // A run killed from here on is completed by the next one, which needs when the token's Secret went.
       await run.journalSafely('revoked', {
-        secretDeletedAt: run.revoked.secretDeletedAt.toISOString(),
-        ...(run.revoked.secret ? { secretUid: run.revoked.secret.uid } : {}),
+        secretDeletedAt: revoked.secretDeletedAt.toISOString(),
+        ...(revoked.secret ? { secretUid: revoked.secret.uid } : {}),
       });
-      run.log.info({ deleted: run.revoked.deleted.length }, 'revoked bootstrap credential');
-      run.fact(`${run.revoked.deleted.length} objects deleted, the bound Secret first`);
+      run.log.info({ deleted: revoked.deleted.length }, 'revoked bootstrap credential');
+      run.fact(`${revoked.deleted.length} objects deleted, the bound Secret first`);
+      outcome = { revoked };
     } catch (err) {
       const expiry = run.identity ? `; the token expires by itself at ${run.identity.expiresAt.toISOString()}` : '';
-      run.proofFailure = `revocation failed: ${safeError(err)}${expiry}; run baton revoke once the API server answers`;
+      outcome = {
+        failure: `revocation failed: ${safeError(err)}${expiry}; run baton revoke once the API server answers`,
+      };
     }
   }
   if (!run.identity && c) {
     // No token was seen. Had one been requested, its response may have been lost with the token live: then only a
     // proven deletion of its bound Secret lets the confinement go; otherwise it stays, denying every write.
-    if (!run.ref || run.revoked) await removeConfinementSafely(run);
+    if (!run.ref || outcome.revoked) await removeConfinementSafely(run, c);
     else keepConfinement(run, 'the revocation failed after a token request whose answer baton never saw');
   }
+  return outcome;
 }
 
 /**
@@ -73,15 +80,16 @@ export async function revoke(run: HandoffRun): Promise<void> {
  * checks for 10 s), then asks TokenReview. Once proven, the confinement is no longer needed and is deleted; an
  * unproven revocation leaves it in place, denying every write until the token expires.
  */
-export async function prove(run: HandoffRun): Promise<void> {
+export async function prove(run: HandoffRun, { revoked }: RevokeOutcome): Promise<ProofOutcome> {
   const identity = run.identity;
-  if (!identity || !run.revoked) {
+  if (!identity || !revoked) {
     if (run.confinement?.installedAt && identity) keepConfinement(run, 'the revocation failed');
-    return;
+    return {};
   }
   await run.enterSafely(HandoffStep.prove);
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
+  let outcome: ProofOutcome;
   try {
     const deletedMs = run.clock.monotonicMs();
     const r = await pollUntil(
@@ -101,20 +109,23 @@ export async function prove(run: HandoffRun): Promise<void> {
     const revokedAt = run.clock.now();
     const proofWaitSeconds = seconds(run.clock.monotonicMs() - deletedMs);
     const review = await withDeadline(run.clock, requestMs, 'TokenReview', () => reviewToken(operator, identity.token));
-    run.proof = { probeStatus: r.value, review, revokedAt, provedAt: run.clock.now(), proofWaitSeconds };
-    if (review.authenticated) run.proofFailure = 'TokenReview still authenticates the revoked token';
+    const proof: ProofState = { probeStatus: r.value, review, revokedAt, provedAt: run.clock.now(), proofWaitSeconds };
+    outcome = review.authenticated
+      ? { proof, failure: 'TokenReview still authenticates the revoked token' }
+      : { proof };
     run.fact(`first 401 after ${proofWaitSeconds} s; TokenReview authenticated=${review.authenticated}`);
     run.log.info(
       { probeStatus: r.value, tokenReviewAuthenticated: review.authenticated, proofWaitSeconds },
       'proved revocation',
     );
   } catch (err) {
-    run.proofFailure = `proof failed: ${safeError(err)}`;
+    outcome = { failure: `proof failed: ${safeError(err)}` };
   }
-  if (run.proofFailure) {
-    run.log.error({ err: run.proofFailure }, 'bootstrap credential revocation not proven');
+  if (outcome.failure) {
+    run.log.error({ err: outcome.failure }, 'bootstrap credential revocation not proven');
     keepConfinement(run, 'the revocation is not proven');
-  } else if (run.confinement) await removeConfinementSafely(run);
+  } else if (run.confinement) await removeConfinementSafely(run, run.confinement);
+  return outcome;
 }
 
 function keepConfinement(run: HandoffRun, why: string): void {
@@ -123,8 +134,7 @@ function keepConfinement(run: HandoffRun, why: string): void {
   c.keptBecause = `${why}: policy ${c.plan.name} is kept and denies every write by ${c.plan.subject}; the next run or baton revoke removes it`;
 }
 
-async function removeConfinementSafely(run: HandoffRun): Promise<void> {
-  const c = run.confinement!;
+async function removeConfinementSafely(run: HandoffRun, c: ConfinementState): Promise<void> {
   try {
     await retryUntil(run.clock, run.clock.monotonicMs() + 30_000, () =>
       withDeadline(run.clock, run.deps.requestTimeoutMs ?? 10_000, 'removing the confinement', () =>

@@ -24,7 +24,7 @@ export const TESTED_KUBERNETES_MINORS = [34, 35, 36, 37] as const;
 export const MIN_KUBERNETES_MINOR = TESTED_KUBERNETES_MINORS[0];
 
 /** The newest tested Kubernetes minor; a newer server gets a warning, not a refusal. */
-export const MAX_TESTED_KUBERNETES_MINOR = TESTED_KUBERNETES_MINORS.at(-1)!;
+export const MAX_TESTED_KUBERNETES_MINOR = Math.max(...TESTED_KUBERNETES_MINORS);
 
 /** How a server's version relates to the tested ones. */
 export type KubernetesSupport = 'older' | 'tested' | 'newer';

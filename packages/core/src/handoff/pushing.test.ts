@@ -10,6 +10,7 @@ import { createSettlingFakeClock } from '../fake-clock.js';
 import { loadHandoffPlan } from '../handoff-plan.js';
 import type { ManifestSet } from '../manifest-set.js';
 import { fakeHandoffDeps } from './fake-deps.js';
+import { type Minted, NOT_ENDED } from './phases.js';
 import { closeWriteWindow, push, verifyAfterClose } from './pushing.js';
 import { HandoffRun } from './run.js';
 import { credentialSummary } from './summary.js';
@@ -137,40 +138,50 @@ function setup(script: Script = {}) {
     issuedAt: clock.now(),
     expiresAt: new Date(clock.now().getTime() + 600_000),
   };
-  run.bootstrap = bootstrap;
-  return { run, clock, calls, operatorSignal };
+  const set = run.set;
+  const minted: Minted = {
+    set,
+    toPush: set,
+    rules: run.rules,
+    revision: 'c0ffee',
+    confinement: run.confinement,
+    ref: run.ref,
+    identity: run.identity,
+    bootstrap,
+  };
+  return { run, minted, clock, calls, operatorSignal };
 }
 
 describe('closeWriteWindow: the privilege ends with the push', () => {
   it('switches to deny-all and deletes every binding at once, then confirms as the token: writes and reads refused', async () => {
-    const { run, calls } = setup({ allowedReviews: 3 });
-    await closeWriteWindow(run);
+    const { run, minted, calls } = setup({ allowedReviews: 3 });
+    await closeWriteWindow(run, minted);
     expect(calls.slice(0, 3).sort()).toEqual(['close policy', 'unbind cluster', 'unbind gitops-system']);
     const c = run.confinement!;
     // The first probe write was refused (by RBAC: the bindings were gone); reads were allowed for three polls of 20 ms.
     expect(c.closedAt!.getTime() - run.identity!.issuedAt.getTime()).toBe(0);
     expect(c.privilegeEndedAt!.getTime() - run.identity!.issuedAt.getTime()).toBe(60);
-    const summary = credentialSummary(run)!;
+    const summary = credentialSummary(run, NOT_ENDED)!;
     expect(summary.writeWindowSeconds).toBe(0);
     expect(summary.privilegeWindowSeconds).toBe(0.06);
   });
 
   it('fails (so the run revokes at once) when the token keeps its reads past the confinement timeout', async () => {
-    const { run, clock } = setup({ allowedReviews: Number.POSITIVE_INFINITY });
+    const { run, minted, clock } = setup({ allowedReviews: Number.POSITIVE_INFINITY });
     const t0 = clock.monotonicMs();
-    await expect(closeWriteWindow(run)).rejects.toThrow(
+    await expect(closeWriteWindow(run, minted)).rejects.toThrow(
       /could not end the privilege of .* \(every write and read of the plan refused to the token did not happen within 5 s\)/,
     );
     expect(clock.monotonicMs() - t0).toBeLessThan(6_000);
     expect(run.confinement!.privilegeEndedAt).toBeUndefined();
     // Without a confirmed end, the privilege window is the credential's whole life.
-    expect(credentialSummary(run)!.privilegeWindowSeconds).toBe(600);
+    expect(credentialSummary(run, NOT_ENDED)!.privilegeWindowSeconds).toBe(600);
   });
 
   it('is bounded by the request deadline when the API server never answers the switch', async () => {
-    const { run, clock } = setup({ isCloseHung: true });
+    const { minted, run, clock } = setup({ isCloseHung: true });
     const t0 = clock.monotonicMs();
-    await expect(closeWriteWindow(run)).rejects.toThrow(/closing the confinement got no answer within 2 s/);
+    await expect(closeWriteWindow(run, minted)).rejects.toThrow(/closing the confinement got no answer within 2 s/);
     expect(clock.monotonicMs() - t0).toBe(2_000);
   });
 });
@@ -179,7 +190,7 @@ describe('verifyAfterClose: the post-close check', () => {
   it('reads every pushed object with the operator credential and records how many matched', async () => {
     const { run, calls } = setup();
     run.confinement!.closedAt = run.clock.now();
-    await verifyAfterClose(run);
+    await verifyAfterClose(run, run.confinement!);
     expect(calls).toEqual(['read Secret', 'read ConfigMap']);
     expect(run.confinement!.verifiedObjects).toBe(2);
   });
@@ -187,7 +198,7 @@ describe('verifyAfterClose: the post-close check', () => {
   it('names a Secret whose value was rewritten, never the value', async () => {
     const { run } = setup({ held: { pull: secret('thief-pw') } });
     run.confinement!.closedAt = run.clock.now();
-    const err = await verifyAfterClose(run).catch((e: unknown) => e);
+    const err = await verifyAfterClose(run, run.confinement!).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TamperingError);
     expect((err as Error).message).toContain('Secret/gitops-system/pull (data[password])');
     // Noted on the run for the repair and the record: the object and its fields, never a value.
@@ -199,21 +210,23 @@ describe('verifyAfterClose: the post-close check', () => {
   });
 
   it('after a push, a difference aborts the run (it revokes at once and fails naming the object)', async () => {
-    const { run, calls } = setup({ held: { source: { ...configMap, data: { url: 'https://evil.example/repo' } } } });
-    await push(run);
+    const { run, minted, calls } = setup({
+      held: { source: { ...configMap, data: { url: 'https://evil.example/repo' } } },
+    });
+    await push(run, minted);
     await run.closing;
     expect(calls.filter((c) => c.startsWith('push'))).toEqual(['push Secret', 'push ConfigMap']);
     expect(run.signal.aborted).toBe(true);
     expect(String((run.signal.reason as Error).message)).toContain('ConfigMap/gitops-system/source (data.url)');
     expect(run.signal.reason).toBeInstanceOf(TamperingError);
     run.fail(new DOMException('aborted', 'AbortError'));
-    expect(run.blamedStep()).toBe('post-close-check');
-    expect(run.outcome()).toBe('tampered');
+    expect(run.blamedStep(NOT_ENDED)).toBe('post-close-check');
+    expect(run.outcome(NOT_ENDED)).toBe('tampered');
   });
 
   it('Ctrl-C right after the push ends a hung post-close check at once: the close is done, revoke need not wait', async () => {
-    const { run, clock, operatorSignal } = setup({ isReadHung: true });
-    await push(run);
+    const { run, minted, clock, operatorSignal } = setup({ isReadHung: true });
+    await push(run, minted);
     const closing = run.closing!;
     // Let the close finish; the check's reads then hang as an API server that stopped answering reads would.
     await clock.sleep(100);

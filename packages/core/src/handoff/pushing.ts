@@ -13,7 +13,8 @@ import {
 import { pollUntil, withDeadline } from '../clock.js';
 import { pushManifests } from '../push.js';
 import { checkTakeover, type TakeoverState, takeoverRefs, watchedReader } from '../takeover.js';
-import { type HandoffRun, seconds } from './run.js';
+import type { Minted, Pushed } from './phases.js';
+import { type ConfinementState, type HandoffRun, seconds } from './run.js';
 import { HandoffStep } from './types.js';
 
 /**
@@ -24,11 +25,11 @@ import { HandoffStep } from './types.js';
  * cache) while revoke and proof run, but it can write nothing.
  * @throws {KubeApiError} naming the object that failed.
  */
-export async function push(run: HandoffRun): Promise<void> {
-  const set = run.toPush()!;
+export async function push(run: HandoffRun, minted: Minted): Promise<Pushed> {
+  const set = minted.toPush;
   await run.enter(HandoffStep.push, { objects: set.objects.length });
   await pushManifests(
-    run.bootstrap!,
+    minted.bootstrap,
     set.objects.map((m) => m.object),
     {
       fieldManager: run.plan.push.fieldManager,
@@ -37,10 +38,11 @@ export async function push(run: HandoffRun): Promise<void> {
       signal: run.signal,
     },
   );
-  run.pushEndMs = run.clock.monotonicMs();
-  run.closing = closeWriteWindow(run)
-    .then(() => verifyAfterClose(run))
+  const pushEndMs = run.clock.monotonicMs();
+  run.closing = closeWriteWindow(run, minted)
+    .then(() => verifyAfterClose(run, minted.confinement))
     .catch((err: unknown) => run.windowNotClosed.abort(err));
+  return { ...minted, pushEndMs };
 }
 
 /**
@@ -54,26 +56,29 @@ export async function push(run: HandoffRun): Promise<void> {
  * @throws {ConfinementError} when the switch, the unbinding or either confirmation fails within the confinement
  * timeout.
  */
-export async function closeWriteWindow(run: HandoffRun): Promise<void> {
-  const c = run.confinement;
-  if (!c?.installedAt || c.closedAt) return;
+export async function closeWriteWindow(run: HandoffRun, minted: Minted): Promise<void> {
+  const c = minted.confinement;
+  if (!c.installedAt || c.closedAt) return;
   const { operator } = run.deps;
-  const bootstrap = run.bootstrap!;
-  const objects = run.toPush()!.objects.map((m) => m.object);
-  const planned = objects[0]!;
+  const { bootstrap } = minted;
+  const objects = minted.toPush.objects.map((m) => m.object);
+  const [planned] = objects;
+  if (!planned)
+    throw new ConfinementError(`nothing was pushed: no planned object to confirm the close of ${c.plan.name} with`);
   const reads = planReads(
     objects,
-    (run.set ?? run.toPush()!).objects.map((m) => m.object),
+    minted.set.objects.map((m) => m.object),
   );
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const bounded = <T>(what: string, call: () => Promise<T>) => withDeadline(run.clock, requestMs, what, call);
   const closeStart = run.clock.monotonicMs();
+  let ended: { readonly closedAt: Date; readonly privilegeEndedAt: Date };
   try {
     await Promise.all([
       bounded('closing the confinement', () => closeConfinement(operator, c.plan)),
-      run.ref ? bounded('deleting the bootstrap bindings', () => unbindBootstrapIdentity(operator, run.ref!)) : [],
+      bounded('deleting the bootstrap bindings', () => unbindBootstrapIdentity(operator, minted.ref)),
     ]);
-    await pollUntil(
+    const r = await pollUntil(
       async () => {
         if (!c.closedAt) {
           const p = await bounded('a planned write with the token', () => probeClosed(bootstrap, c.plan, planned));
@@ -85,7 +90,9 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
           );
           if (!allowed.includes(true)) c.privilegeEndedAt = run.clock.now();
         }
-        return c.closedAt && c.privilegeEndedAt ? true : undefined;
+        return c.closedAt && c.privilegeEndedAt
+          ? { closedAt: c.closedAt, privilegeEndedAt: c.privilegeEndedAt }
+          : undefined;
       },
       {
         clock: run.clock,
@@ -94,6 +101,7 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
         what: 'every write and read of the plan refused to the token',
       },
     );
+    ended = r.value;
   } catch (err) {
     throw new ConfinementError(
       `could not end the privilege of ${c.plan.subject} after the push (${(err as Error).message}); revoking the credential now instead of after the takeover`,
@@ -101,9 +109,9 @@ export async function closeWriteWindow(run: HandoffRun): Promise<void> {
     );
   }
   c.closeMs = Math.round(run.clock.monotonicMs() - closeStart);
-  const issued = run.identity!.issuedAt.getTime();
-  const writeWindowSeconds = seconds(c.closedAt!.getTime() - issued);
-  const privilegeWindowSeconds = seconds(c.privilegeEndedAt!.getTime() - issued);
+  const issued = minted.identity.issuedAt.getTime();
+  const writeWindowSeconds = seconds(ended.closedAt.getTime() - issued);
+  const privilegeWindowSeconds = seconds(ended.privilegeEndedAt.getTime() - issued);
   run.fact(
     `${objects.length} objects pushed; writes denied ${writeWindowSeconds} s and reads ${privilegeWindowSeconds} s after issue`,
   );
@@ -124,9 +132,8 @@ function isRefusedByRbac(p: ConfinementProbe, subject: string): boolean {
  * @throws {TamperingError} naming every object that differs and its fields (never a value), with the finding noted
  * on the run (`run.tampering`): the run revokes, proves, repairs them ({@link repair}) and records `tampered`.
  */
-export async function verifyAfterClose(run: HandoffRun): Promise<void> {
-  const c = run.confinement;
-  if (!c?.closedAt) return;
+export async function verifyAfterClose(run: HandoffRun, c: ConfinementState): Promise<void> {
+  if (!c.closedAt) return;
   const r = await checkPushedObjects(run.deps.operator, c.expected, { signal: run.signal });
   if (r.mismatches.length > 0) {
     run.tampering = { detectedAt: run.clock.now(), detectedMs: run.clock.monotonicMs(), mismatches: r.mismatches };
@@ -149,13 +156,13 @@ export async function verifyAfterClose(run: HandoffRun): Promise<void> {
  * applied, every pushed object owned (see {@link checkTakeover}).
  * @throws {TimeoutError} naming what was still missing at `takeover.timeoutSeconds`.
  */
-export async function awaitTakeover(run: HandoffRun): Promise<void> {
+export async function awaitTakeover(run: HandoffRun, pushed: Pushed): Promise<void> {
   await run.enter(HandoffStep.takeover);
-  const rev = run.revision!;
+  const { revision: rev, set } = pushed;
   const { operator } = run.deps;
   let last: TakeoverState | undefined;
   // Every object the check reads is listed once and then watched: each look below reads memory, not the apiserver.
-  const watch = await ObjectWatch.open(operator.rest, takeoverRefs(run.plan, run.set!), {
+  const watch = await ObjectWatch.open(operator.rest, takeoverRefs(run.plan, set), {
     signal: run.signal,
     onRetry: (ref, message) => run.log.debug({ object: describeObject(ref), message }, 'takeover watch reopened'),
   });
@@ -164,7 +171,7 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
   try {
     r = await pollUntil(
       async () => {
-        last = await checkTakeover(operator, run.plan, run.set!, rev, reader);
+        last = await checkTakeover(operator, run.plan, set, rev, reader);
         run.takeover = last;
         return last.isComplete ? last : undefined;
       },
@@ -181,7 +188,7 @@ export async function awaitTakeover(run: HandoffRun): Promise<void> {
     await watch.close();
   }
   run.controllerReadyAt = run.clock.now();
-  run.readinessSeconds = seconds(run.clock.monotonicMs() - run.pushEndMs!);
+  run.readinessSeconds = seconds(run.clock.monotonicMs() - pushed.pushEndMs);
   // The takeover counts only once the identity can write nothing more; Ctrl-C or the budget must not wait for it.
   await untilAborted(run.closing, run.signal);
   run.signal.throwIfAborted();

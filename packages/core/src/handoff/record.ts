@@ -5,36 +5,47 @@ import type { KubeClients, RbacRule } from '@baton/kube';
 import type { AuditAppendResult } from '../audit-sink.js';
 import { pendingRecords } from '../journal.js';
 import { writeReceipt } from '../receipt.js';
+import type { Ending, RecordOutcome } from './phases.js';
 import { type HandoffRun, safeError, type TamperingState } from './run.js';
 import { credentialSummary, tamperingSummary } from './summary.js';
 import type { RepairSummary } from './types.js';
 
 /**
  * Appends the run's audit event, journals that it did (a run killed before its receipt is completed by the next
- * one, which must not record it twice), then writes the receipt. A failure is noted on the run (the outcome becomes
- * failed), never thrown. Without a revision there is nothing to record against.
+ * one, which must not record it twice), then writes the receipt. A failure is returned (the outcome becomes failed),
+ * never thrown. Without a revision there is nothing to record against.
+ * @param ending what revoke, prove and the repair did: the record holds it.
  */
-export async function recordRun(run: HandoffRun): Promise<void> {
-  if (!run.revision) return;
+export async function recordRun(run: HandoffRun, ending: Ending): Promise<RecordOutcome> {
+  if (!run.revision) return {};
   let record: HandoffRecord | undefined;
+  let audit: AuditAppendResult;
   try {
-    record = handoffRecord(run);
-    run.audit = await run.deps.audit.append(record);
+    record = handoffRecord(run, ending);
+    audit = await run.deps.audit.append(record);
   } catch (err) {
     run.log.error({ err: safeError(err) }, 'could not append the audit event');
     // The record is secret-free: the journal keeps it, and the next run appends it (see appendPendingRecords).
     const kept = record !== undefined && (await run.journalSafely('record-pending', { record }));
-    run.recordFailure = `record failed: ${safeError(err)}${kept ? `; the event is kept in the journal ${run.journal.path} and the next baton up appends it` : ''}`;
-    return;
+    return {
+      failure: `record failed: ${safeError(err)}${kept ? `; the event is kept in the journal ${run.journal.path} and the next baton up appends it` : ''}`,
+    };
   }
-  await finishRecord(run, record, run.audit, run.runId);
+  const failure = await finishRecord(run, record, audit, run.runId);
+  return failure ? { audit, failure } : { audit };
 }
 
 /**
  * After an append: journals that it happened (a run killed before its receipt is completed by the next one, which
- * must not record it twice), then writes the receipt for `runId`.
+ * must not record it twice), then writes the receipt for `runId`. Returns why this run's receipt was not written.
+ * @throws what the receipt write throws, for an earlier run's event.
  */
-async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: AuditAppendResult, runId: string) {
+async function finishRecord(
+  run: HandoffRun,
+  record: HandoffRecord,
+  audit: AuditAppendResult,
+  runId: string,
+): Promise<string | undefined> {
   await run.journalSafely(
     'recorded',
     {
@@ -61,10 +72,11 @@ async function finishRecord(run: HandoffRun, record: HandoffRecord, audit: Audit
     );
     run.log.info({ auditIndex: audit.index, eventId: audit.eventId, recordedRunId: runId }, 'recorded handoff');
     if (runId === run.runId) run.fact(`audit event #${audit.index}; receipt written`);
+    return undefined;
   } catch (err) {
     run.log.error({ err: safeError(err) }, 'could not write the receipt');
-    if (runId === run.runId) run.recordFailure = `record failed: ${safeError(err)}`;
-    else throw err;
+    if (runId === run.runId) return `record failed: ${safeError(err)}`;
+    throw err;
   }
 }
 
@@ -82,14 +94,16 @@ export async function appendPendingRecords(run: HandoffRun): Promise<void> {
 }
 
 /** The run's audit record (the in-toto predicate), as it ended. */
-export function handoffRecord(run: HandoffRun): HandoffRecord {
-  const credential = credentialSummary(run);
-  const step = run.blamedStep();
-  const error = run.error();
+export function handoffRecord(run: HandoffRun, ending: Ending): HandoffRecord {
+  const credential = credentialSummary(run, ending);
+  const step = run.blamedStep(ending);
+  const error = run.error(ending);
+  const { revoked } = ending.revoke;
+  const { proof } = ending.proof;
   return {
     runId: run.runId,
     ...recordFrame(run, run.revision ?? ''),
-    outcome: run.outcome(),
+    outcome: run.outcome(ending),
     ...(step ? { failedStep: step } : {}),
     ...(error ? { error: error.slice(0, 2000) } : {}),
     startedAt: run.startedAt.toISOString(),
@@ -134,13 +148,13 @@ export function handoffRecord(run: HandoffRun): HandoffRecord {
         }
       : {}),
     ...(run.tampering ? { tampering: tamperingRecord(run.tampering) } : {}),
-    ...(run.proof && run.revoked
+    ...(proof && revoked
       ? {
           revocation: {
             method: 'bound-object-deleted' as const,
-            ...(run.revoked.secret ? { deletedObject: { kind: 'Secret', ...run.revoked.secret } } : {}),
-            tokenReview: { authenticated: run.proof.review.authenticated, checkedAt: run.proof.provedAt.toISOString() },
-            directRequest: { statusCode: run.proof.probeStatus, checkedAt: run.proof.revokedAt.toISOString() },
+            ...(revoked.secret ? { deletedObject: { kind: 'Secret', ...revoked.secret } } : {}),
+            tokenReview: { authenticated: proof.review.authenticated, checkedAt: proof.provedAt.toISOString() },
+            directRequest: { statusCode: proof.probeStatus, checkedAt: proof.revokedAt.toISOString() },
           },
         }
       : {}),

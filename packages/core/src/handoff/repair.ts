@@ -12,11 +12,12 @@ import {
   workloadsOf,
 } from '@baton/kube';
 import { pollUntil, withDeadline } from '../clock.js';
-import { setDigest } from '../manifest-set.js';
+import { type ManifestSet, setDigest } from '../manifest-set.js';
 import { checkTakeover } from '../takeover.js';
 import { confine, mint, scopeCheck } from './credential.js';
 import { prove, revoke } from './ending.js';
 import { fullFingerprint } from './fingerprint.js';
+import { type Ending, revocationFailure, type Scoped } from './phases.js';
 import { push } from './pushing.js';
 import { HandoffRun, safeError, seconds, type TamperingState } from './run.js';
 import { HandoffStep } from './types.js';
@@ -33,27 +34,30 @@ import { HandoffStep } from './types.js';
 /**
  * Repairs what the post-close check found rewritten (see above), after the first credential is revoked and proven
  * (a thief's token for that identity dies with it). Never throws: what it did is noted on `run.tampering.repair`.
+ * Returns why the repair identity's own revocation is not proven, when it is not: that fails the run as the first
+ * identity's would.
  */
-export async function repair(run: HandoffRun): Promise<void> {
+export async function repair(run: HandoffRun): Promise<string | undefined> {
   const t = run.tampering;
-  const set = run.set;
-  if (!t || !set) return;
+  const { set, revision } = run;
+  if (!t || !set || !revision) return undefined;
   await run.enterSafely(HandoffStep.repair, { objects: t.mismatches.map((m) => m.object) });
   const tampered = new Set(t.mismatches.map((m) => m.object));
   const repush = set.objects.filter((m) => tampered.has(describeObject(m.object)));
   const workloads = workloadsOf(set.objects.map((m) => m.object));
-  const sub = repairRun(run, repush);
-  const verified = await repushConfined(sub);
+  const { sub, scoped } = repairRun(run, set, revision, repush);
+  const { verifiedAt: verified, ending } = await repushConfined(sub, scoped);
+  const { proof } = ending.proof;
   const credential = sub.identity
     ? {
         subject: sub.identity.username,
         fingerprint: fullFingerprint(sub.identity.token),
         issuedAt: sub.identity.issuedAt.toISOString(),
-        revokedAt: sub.proof?.revokedAt.toISOString() ?? null,
+        revokedAt: proof?.revokedAt.toISOString() ?? null,
         ...(sub.confinement?.closedAt
           ? { writeWindowSeconds: seconds(sub.confinement.closedAt.getTime() - sub.identity.issuedAt.getTime()) }
           : {}),
-        ...(sub.proof ? { tokenReviewAuthenticated: sub.proof.review.authenticated } : {}),
+        ...(proof ? { tokenReviewAuthenticated: proof.review.authenticated } : {}),
       }
     : undefined;
   const base = {
@@ -62,8 +66,6 @@ export async function repair(run: HandoffRun): Promise<void> {
     ...(sub.confinement ? { policyName: sub.confinement.plan.name } : {}),
     repushed: repush.map((m) => describeObject(m.object)),
   };
-  // The repair identity's own revocation is part of the repair: an unproven one keeps its (closed) confinement.
-  if (sub.proofFailure) run.proofFailure ??= `repair identity: ${sub.proofFailure}`;
   if (verified) {
     const restart = await restartWorkloads(run, workloads);
     t.repair = {
@@ -77,7 +79,7 @@ export async function repair(run: HandoffRun): Promise<void> {
       note: repairedNote(base.repushed, restart.restarted, restart.error, t, run),
     };
   } else {
-    const why = sub.error() ?? 'the repair was not verified';
+    const why = sub.error(ending) ?? 'the repair was not verified';
     const stopped = await stopWorkloads(
       run,
       workloads,
@@ -106,38 +108,48 @@ export async function repair(run: HandoffRun): Promise<void> {
     },
     'repaired the tampered objects',
   );
+  // The repair identity's own revocation is part of the repair: an unproven one keeps its (closed) confinement.
+  const failure = revocationFailure(ending);
+  return failure ? `repair identity: ${failure}` : undefined;
 }
 
 /** A run of the same plan that pushes only `objects`, under an identity and a confinement of its own. */
-function repairRun(run: HandoffRun, objects: NonNullable<HandoffRun['set']>['objects']): HandoffRun {
+function repairRun(
+  run: HandoffRun,
+  set: ManifestSet,
+  revision: string,
+  objects: ManifestSet['objects'],
+): { sub: HandoffRun; scoped: Scoped } {
   const repairId = `${run.runId}-repair`;
   // Its steps are the repair step's inside: hooks and the step view see `repair`, not a second confine … prove.
   const { onStepDone: _done, onStep: _step, ...rest } = run.deps;
   const deps = { ...rest, newRunId: () => repairId, journal: run.journal };
   const sub = new HandoffRun(run.plan, deps, { repairOf: run.runId });
-  const set = run.set;
-  sub.set = set;
-  if (set) sub.pushSet = { ...set, objects, digest: setDigest(objects) };
-  sub.rules = computeBootstrapRules(
+  const rules = computeBootstrapRules(
     objects.map((m) => m.object),
-    (set?.objects ?? objects).map((m) => m.object),
+    set.objects.map((m) => m.object),
   );
-  sub.revision = run.revision;
+  sub.set = set;
+  sub.rules = rules;
+  sub.revision = revision;
   sub.operatorName = run.operatorName;
-  return sub;
+  const toPush = { ...set, objects, digest: setDigest(objects) };
+  return { sub, scoped: { set, toPush, rules, revision } };
 }
 
 /**
  * Confine, mint, scope check, push and the post-close check, as the first push; then revoke and prove that identity
- * too. Returns when the check found every object as planned, or undefined.
+ * too. Returns when the check found every object as planned (or undefined), and how the revoke and proof went.
  */
-async function repushConfined(sub: HandoffRun): Promise<Date | undefined> {
+async function repushConfined(
+  sub: HandoffRun,
+  scoped: Scoped,
+): Promise<{ verifiedAt: Date | undefined; ending: Ending }> {
   await sub.journalSafely('start', { repairOf: sub.repairOf, pid: sub.deps.actor.pid, host: sub.deps.actor.host });
   try {
-    await confine(sub);
-    await mint(sub);
-    await scopeCheck(sub);
-    await push(sub);
+    const minted = await mint(sub, await confine(sub, scoped));
+    await scopeCheck(sub, minted);
+    await push(sub, minted);
     await sub.closing;
     sub.signal.throwIfAborted();
   } catch (err) {
@@ -145,15 +157,13 @@ async function repushConfined(sub: HandoffRun): Promise<Date | undefined> {
   } finally {
     sub.stopBudget();
   }
-  for (const step of [revoke, prove]) {
-    await step(sub).catch((err: unknown) => {
-      sub.proofFailure ??= `repair identity: ${safeError(err)}`;
-    });
-  }
+  const failed = (err: unknown) => ({ failure: safeError(err) });
+  const revoked = await revoke(sub).catch(failed);
+  const ending: Ending = { revoke: revoked, proof: await prove(sub, revoked).catch(failed) };
   sub.closeStep();
   const verifiedAt = sub.failure === undefined ? sub.confinement?.verifiedAt : undefined;
   await sub.journalSafely('finished', { outcome: verifiedAt ? 'repaired' : 'failed' });
-  return verifiedAt;
+  return { verifiedAt, ending };
 }
 
 /**
@@ -212,7 +222,7 @@ async function restartWorkloads(
 async function stopWorkloads(
   run: HandoffRun,
   workloads: readonly WorkloadRef[],
-  secrets: NonNullable<HandoffRun['set']>['objects'],
+  secrets: ManifestSet['objects'],
 ): Promise<{ deleted: string[]; error?: string }> {
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;

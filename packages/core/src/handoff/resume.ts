@@ -160,7 +160,7 @@ export async function completeKilledHandoff(
     ...summaryFrame(run),
     outcome: HandoffOutcome.handedOff,
     revision: rev,
-    ...(k.minted ? { credential: killedCredential(k, rules) } : {}),
+    ...(k.minted ? { credential: killedCredential(k, k.minted, rules) } : {}),
     totalSeconds: run.elapsedSeconds(),
     takeover: takeoverSummary(state),
     audit,
@@ -221,8 +221,11 @@ function describeKilledRun(
   return { killed, killedRunId, minted, recorded, secretDeletedAt, revokedAt, note, leftoverRunIds };
 }
 
-function killedCredential(k: KilledRun, rules: readonly RbacRule[]): NonNullable<HandoffSummary['credential']> {
-  const m = k.minted!;
+function killedCredential(
+  k: KilledRun,
+  m: MintedEntry,
+  rules: readonly RbacRule[],
+): NonNullable<HandoffSummary['credential']> {
   return {
     subject: m.subject,
     fingerprint: m.fingerprint,

@@ -7,13 +7,10 @@ import type {
   ConfinedObject,
   Confinement,
   HandoffLock,
-  KubeClients,
   PushedObjectMismatch,
-  RevokeResult,
   TokenReviewResult,
 } from '@baton/kube';
 import type { Logger } from 'pino';
-import type { AuditAppendResult } from '../audit-sink.js';
 import type { Clock } from '../clock.js';
 import type { HandoffPlan } from '../handoff-plan.js';
 import type { ImageCheck } from '../images/check-images.js';
@@ -21,6 +18,7 @@ import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
+import { type Ending, revocationFailure } from './phases.js';
 import { type HandoffDeps, HandoffStep, type RepairSummary } from './types.js';
 
 /** What the post-close check found rewritten during the push window, and what the repair did about it. */
@@ -101,14 +99,11 @@ export class HandoffRun {
   private isStepOpen = true;
   private stepFact: string | undefined;
 
+  // How far the run got, fact by fact, for revoke, prove, record and the summary (the steps themselves take what
+  // they need from the step before: ./phases.ts).
   // validate
   set: ManifestSet | undefined;
-  /**
-   * What this run pushes, when not the whole {@link set}: a repair pushes only the tampered objects; a run on a
-   * cluster the controller already took over at the declared revision pushes only what the controller does not own
-   * (push is for install: what pull operates is never pushed again).
-   */
-  pushSet: ManifestSet | undefined;
+  /** The credential's rules: for the whole set, or for the part the run pushes (./phases.ts Scoped). */
   rules: BootstrapRules | undefined;
   /** How the push set's images were verified (before anything was minted). */
   images: ImageCheck | undefined;
@@ -125,23 +120,13 @@ export class HandoffRun {
   confinement: ConfinementState | undefined;
   identity: BootstrapIdentity | undefined;
   issuedMs: number | undefined;
-  /** Clients that authenticate with the bootstrap token (push only). */
-  bootstrap: KubeClients | undefined;
-  // push, takeover
-  pushEndMs: number | undefined;
+  // takeover
   takeover: TakeoverState | undefined;
   readinessSeconds: number | undefined;
   controllerReadyAt: Date | undefined;
-  // how the pushing part ended
+  // how the pushing part ended (the ending part's outcomes are values: ./phases.ts Ending)
   failure: unknown;
   failedStep: string | undefined;
-  // revoke, prove, record
-  revoked: RevokeResult | undefined;
-  proof: ProofState | undefined;
-  /** Why the revocation is not proven (revoke or proof failed), when it is not. */
-  proofFailure: string | undefined;
-  audit: AuditAppendResult | undefined;
-  recordFailure: string | undefined;
   /** Set when the post-close check found pushed objects rewritten (the run then repairs them or stops). */
   tampering: TamperingState | undefined;
   /** The run this one repairs, when it is a repair. */
@@ -275,48 +260,43 @@ export class HandoffRun {
   }
 
   /**
-   * The outcome so far: tampered (whatever the repair did), failed, aborted (the operator's signal) or handed off; an
-   * unproven revocation fails it.
+   * The outcome: tampered (whatever the repair did), failed, aborted (the operator's signal) or handed off; an
+   * unproven revocation or an unwritten record fails it.
    */
-  outcome(): HandoffOutcome {
+  outcome(ending: Ending): HandoffOutcome {
     if (this.tampering) return HandoffOutcome.tampered;
     if (this.failure !== undefined)
       return isAbort(this.failure, this.deps.signal) ? HandoffOutcome.aborted : HandoffOutcome.failed;
-    if (this.proofFailure || this.recordFailure) return HandoffOutcome.failed;
+    if (revocationFailure(ending) || ending.record?.failure) return HandoffOutcome.failed;
     return HandoffOutcome.handedOff;
   }
 
   /** Every reason the run did not hand off, joined. */
-  error(): string | undefined {
+  error(ending: Ending): string | undefined {
     const parts = [
       this.failure !== undefined ? safeError(this.failure) : undefined,
       this.tampering?.repair?.note,
-      this.proofFailure,
-      this.recordFailure,
+      revocationFailure(ending),
+      ending.record?.failure,
     ].filter((x): x is string => x !== undefined);
     return parts.length > 0 ? parts.join('; ') : undefined;
   }
 
   /** The error's stable code: the failure's own, else revocation (revoke or prove failed), else internal. */
-  errorCode(): ErrorCode | undefined {
+  errorCode(ending: Ending): ErrorCode | undefined {
     if (this.tampering) return ErrorCode.tampered;
     if (this.failure !== undefined) return isBatonError(this.failure) ? this.failure.code : ErrorCode.internal;
-    if (this.proofFailure) return ErrorCode.revocation;
-    if (this.recordFailure) return ErrorCode.internal;
+    if (revocationFailure(ending)) return ErrorCode.revocation;
+    if (ending.record?.failure) return ErrorCode.internal;
     return undefined;
   }
 
   /** The step to blame: where the pushing part failed, else revoke or prove, else record. */
-  blamedStep(): string | undefined {
+  blamedStep(ending: Ending): string | undefined {
     if (this.failedStep) return this.failedStep;
-    if (this.proofFailure) return this.revoked ? 'prove' : 'revoke';
-    if (this.recordFailure) return 'record';
+    if (revocationFailure(ending)) return ending.revoke.revoked ? 'prove' : 'revoke';
+    if (ending.record?.failure) return 'record';
     return undefined;
-  }
-
-  /** What the push applies and the confinement allows: {@link pushSet}, else the whole set. */
-  toPush(): ManifestSet | undefined {
-    return this.pushSet ?? this.set;
   }
 
   /** Seconds since the run started. */

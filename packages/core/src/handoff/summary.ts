@@ -3,6 +3,7 @@
 import { flattenRules } from '@baton/kube';
 import type { TakeoverState } from '../takeover.js';
 import { fullFingerprint } from './fingerprint.js';
+import type { Ending } from './phases.js';
 import { type HandoffRun, POST_CLOSE_CHECK, round, seconds, type TamperingState } from './run.js';
 import type { ConfinementSummary, HandoffSummary, TamperingSummary } from './types.js';
 
@@ -41,10 +42,10 @@ export function confinementSummary(run: HandoffRun): ConfinementSummary | undefi
 }
 
 /** The summary's view of the credential, once one was minted. */
-export function credentialSummary(run: HandoffRun): HandoffSummary['credential'] {
+export function credentialSummary(run: HandoffRun, ending: Ending): HandoffSummary['credential'] {
   const id = run.identity;
   if (!id) return undefined;
-  const revokedAt = run.proof?.revokedAt;
+  const revokedAt = ending.proof.proof?.revokedAt;
   const closedAt = run.confinement?.closedAt;
   const privilegeEndedAt = run.confinement?.privilegeEndedAt;
   const end = (revokedAt ?? id.expiresAt).getTime();
@@ -55,7 +56,7 @@ export function credentialSummary(run: HandoffRun): HandoffSummary['credential']
     issuedAt: id.issuedAt.toISOString(),
     expiresAt: id.expiresAt.toISOString(),
     revokedAt: revokedAt?.toISOString() ?? null,
-    secretDeletedAt: run.revoked?.secretDeletedAt.toISOString() ?? null,
+    secretDeletedAt: ending.revoke.revoked?.secretDeletedAt.toISOString() ?? null,
     liveSeconds: seconds(end - id.issuedAt.getTime()),
     // Without a closed confinement, the credential could write for as long as it authenticated.
     writeWindowSeconds: seconds(Math.min(closedAt?.getTime() ?? end, end) - id.issuedAt.getTime()),
@@ -78,23 +79,25 @@ export function summaryFrame(run: HandoffRun) {
 }
 
 /** The summary of a run that went through the pushing part (whatever its outcome). */
-export function finalSummary(run: HandoffRun): HandoffSummary {
-  const credential = credentialSummary(run);
+export function finalSummary(run: HandoffRun, ending: Ending): HandoffSummary {
+  const credential = credentialSummary(run, ending);
   const confinement = confinementSummary(run);
-  const step = run.blamedStep();
-  const error = run.error();
-  const proof = run.proof
+  const step = run.blamedStep(ending);
+  const error = run.error(ending);
+  const proved = ending.proof.proof;
+  const proof = proved
     ? {
-        probeStatus: run.proof.probeStatus,
-        tokenReviewAuthenticated: run.proof.review.authenticated,
-        provedAt: run.proof.provedAt.toISOString(),
-        proofWaitSeconds: run.proof.proofWaitSeconds,
+        probeStatus: proved.probeStatus,
+        tokenReviewAuthenticated: proved.review.authenticated,
+        provedAt: proved.provedAt.toISOString(),
+        proofWaitSeconds: proved.proofWaitSeconds,
       }
     : undefined;
-  const errorCode = run.errorCode();
+  const errorCode = run.errorCode(ending);
+  const audit = ending.record?.audit;
   return {
     ...summaryFrame(run),
-    outcome: run.outcome(),
+    outcome: run.outcome(ending),
     ...(step ? { failedStep: step } : {}),
     ...(error ? { error } : {}),
     ...(error && errorCode ? { errorCode } : {}),
@@ -109,7 +112,7 @@ export function finalSummary(run: HandoffRun): HandoffSummary {
       : {}),
     ...(run.takeover ? { takeover: takeoverSummary(run.takeover) } : {}),
     totalSeconds: run.elapsedSeconds(),
-    ...(run.audit ? { audit: run.audit } : {}),
+    ...(audit ? { audit } : {}),
   };
 }
 
