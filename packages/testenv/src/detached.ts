@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { BatonError, ConfigError, ProcessError } from '@baton/errors';
-import type { RealNodeCoordinates } from './cluster.js';
+import type { RealNodeCoordinates } from './real-node-info.js';
 
 /** What a detached cluster reports once it is ready. */
 export interface DetachedCluster {

@@ -7,12 +7,14 @@ import type { HandoffPlanInput } from '@baton/core/plan';
 import { ConfigError } from '@baton/errors';
 import { BATON_SOURCE_URI, IMAGE_BUILDER_ID } from '@baton/image';
 import { stringify } from 'yaml';
-import { type RealNodeInfo, realNodeInfo, startCluster, stopClusterByName } from './cluster.js';
+import { startCluster } from './cluster.js';
 import { CONTROLLER_IMAGE, pinnedControllerImage, pushControllerImage } from './controller-image.js';
 import { startDetachedCluster } from './detached.js';
 import { type GitServer, startGitServer } from './git-server.js';
 import { type BedImageTrust, writeBedImageTrust } from './image-trust.js';
 import { MIRRORED_REGISTRIES } from './node/real-node.js';
+import { type RealNodeInfo, realNodeInfo } from './real-node-info.js';
+import { stopClusterByName } from './recorded-clusters.js';
 
 /** Where the audit signing key and its trusted-keys file go; the caller writes them (testenv knows no audit format). */
 export interface AuditKeyPaths {

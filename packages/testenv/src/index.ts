@@ -7,8 +7,9 @@ export type { BedImage } from './argocd/argocd-images.js';
 export { ARGOCD_IMAGES, ARGOCD_REDIS_UNSIGNED, buildArgoCdImages } from './argocd/argocd-images.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
-export type { Cluster, ClusterState, RealNodeCoordinates, RealNodeInfo, StartClusterOptions } from './cluster.js';
-export { clustersDir, listClusters, startCluster, stopAll, stopClusterByName } from './cluster.js';
+export type { Cluster, StartClusterOptions } from './cluster.js';
+export { startCluster, stopAll } from './cluster.js';
+export { type ClusterState, clustersDir } from './cluster-dir.js';
 export type { ControlPlaneBinaries, EnsureBinariesOptions } from './control-plane-binaries.js';
 export {
   CONTROL_PLANE_VERSIONS,
@@ -89,6 +90,8 @@ export type { PulumiEnv, PulumiEnvOptions, PulumiRunOptions, PulumiRunResult } f
 export { createPulumiEnv } from './pulumi/pulumi-env.js';
 export type { PulumiErrorContext } from './pulumi/pulumi-error.js';
 export { explainPulumiError } from './pulumi/pulumi-error.js';
+export type { RealNodeCoordinates, RealNodeInfo } from './real-node-info.js';
+export { listClusters, stopClusterByName } from './recorded-clusters.js';
 export type { LocalRegistry, RegistryAuth, StartRegistryOptions } from './registry.js';
 export { attachToRegistry, putCosignV2Signature, startRegistry } from './registry.js';
 export type { TestImage } from './test-image.js';

@@ -11,10 +11,10 @@ import {
   readLock,
   writeLayout,
 } from '@baton/image';
-import type { RealNodeInfo } from '../cluster.js';
 import { withFileLock } from '../file-lock.js';
 import { signBedImages } from '../image-trust.js';
 import { cacheRoot } from '../paths.js';
+import type { RealNodeInfo } from '../real-node-info.js';
 import { ARGOCD_VERSION, type ArgoCd } from './argocd-build.js';
 
 /** Image repositories of the workloads in `bootstrap-manifests/argocd` (the tag is the bed's too). */

@@ -4,7 +4,6 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HandoffPlanInput } from '@baton/core/plan';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { RealNodeInfo } from '../cluster.js';
 import {
   type BedCluster,
   type ControllerSide,
@@ -19,6 +18,7 @@ import {
 import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
+import type { RealNodeInfo } from '../real-node-info.js';
 import { ARGOCD_PUSH_SECRETS, ARGOCD_REPO_SECRET, type ArgoCd, ensureArgoCd } from './argocd-build.js';
 import { ARGOCD_IMAGES, ARGOCD_REDIS_UNSIGNED, pushArgoCdImages } from './argocd-images.js';
 

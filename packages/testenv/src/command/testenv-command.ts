@@ -7,7 +7,6 @@ import { OUTPUT_FORMATS, renderRows, screenOf } from '@baton/terminal';
 import { Command, CommanderError, Option } from '@commander-js/extra-typings';
 import { parse as parseYaml } from 'yaml';
 import { ensureArgoCd } from '../argocd/argocd-build.js';
-import { listClusters, stopClusterByName } from '../cluster.js';
 import {
   CONTROL_PLANE_VERSIONS,
   ensureControlPlaneBinaries,
@@ -18,6 +17,7 @@ import { type DetachedBed, type DetachedCluster, startDetachedCluster } from '..
 import { ensureFluxControllers, FLUX_VERSIONS } from '../flux/flux-controllers.js';
 import { COREDNS_VERSION, ensureNodeBinaries, nodeVersionFor } from '../node/node-binaries.js';
 import { ensurePulumiEngine, PULUMI_VERSIONS } from '../pulumi/engine.js';
+import { listClusters, stopClusterByName } from '../recorded-clusters.js';
 import { clusterColumns, nodeColumns } from './columns.js';
 
 const KUBERNETES_VERSION_HELP = `Kubernetes version of the control plane: ${KUBERNETES_VERSIONS.map((v) => v.slice(1)).join(', ')} (default ${CONTROL_PLANE_VERSIONS.kubernetes.slice(1)}, or $BATON_KUBERNETES_VERSION)`;

@@ -1,6 +1,6 @@
-import type { RealNodeInfo } from '../cluster.js';
 import { GITHUB_ACTIONS_ISSUER, signBedImages, signKeylessInRegistry } from '../image-trust.js';
 import { binaryImageLayout } from '../node/binary-image.js';
+import type { RealNodeInfo } from '../real-node-info.js';
 import type { FluxControllers } from './flux-controllers.js';
 
 /** Flux's controller images as the profile names them (bootstrap-manifests/flux pins upstream's tags and digests). */

@@ -3,7 +3,6 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HandoffPlanInput } from '@baton/core/plan';
 import { stringify } from 'yaml';
-import type { RealNodeInfo } from '../cluster.js';
 import {
   type BedCluster,
   type ControllerSide,
@@ -20,6 +19,7 @@ import {
 import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
+import type { RealNodeInfo } from '../real-node-info.js';
 import { ensureFluxControllers, type FluxControllers } from './flux-controllers.js';
 import { FLUX_RELEASE_IDENTITY, pushFluxImages } from './flux-images.js';
 

@@ -1,0 +1,52 @@
+// Clusters as recorded on disk, from any process: what `baton testenv ls` lists and `baton testenv down` stops.
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isProcessAlive } from '@baton/audit';
+import { ConfigError } from '@baton/errors';
+import { type ClusterState, clustersDir, readState } from './cluster-dir.js';
+import { signalGroup } from './managed-process.js';
+import { teardownRealNode } from './node/real-node.js';
+import { pollUntil } from './poll.js';
+
+/** Clusters recorded on disk (running or left over), with whether their host process is alive. */
+export async function listClusters(
+  baseDir = clustersDir(),
+): Promise<(ClusterState & { readonly isRunning: boolean })[]> {
+  const names = await readdir(baseDir).catch(() => [] as string[]);
+  const out: (ClusterState & { isRunning: boolean })[] = [];
+  for (const n of names.sort()) {
+    const s = await readState(join(baseDir, n));
+    if (s) out.push({ ...s, isRunning: isProcessAlive(s.hostPid) && Object.values(s.pids).some(isProcessAlive) });
+  }
+  return out;
+}
+
+/**
+ * Stops a cluster by name from any process: its host first (which stops the components cleanly), then
+ * any component group still alive, then removes the data directory.
+ * @throws ConfigError when no cluster of that name is recorded.
+ */
+export async function stopClusterByName(name: string, baseDir = clustersDir()): Promise<void> {
+  const dir = join(baseDir, name);
+  const s = await readState(dir);
+  if (!s)
+    throw new ConfigError(`no cluster named "${name}" is recorded under ${baseDir}; \`baton testenv ls\` lists them`);
+  if (s.hostPid !== process.pid && isProcessAlive(s.hostPid)) {
+    try {
+      process.kill(s.hostPid, 'SIGTERM');
+    } catch {}
+    await pollUntil(async () => (isProcessAlive(s.hostPid) ? undefined : true), {
+      timeoutMs: 15_000,
+      what: `the host process ${s.hostPid} of cluster "${name}" to exit`,
+    }).catch(() => {});
+  }
+  for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGTERM');
+  await pollUntil(async () => (Object.values(s.pids).some(isProcessAlive) ? undefined : true), {
+    timeoutMs: 10_000,
+    what: `cluster "${name}" to stop`,
+  }).catch(() => {
+    for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGKILL');
+  });
+  await teardownRealNode(dir);
+  await rm(dir, { recursive: true, force: true });
+}
