@@ -9,7 +9,7 @@ import { GITSYNC_API_VERSION } from './gitsync.js';
 import { listenHttp } from './http-routes.js';
 import { LeaderElector } from './leader-election.js';
 import { Metrics } from './metrics.js';
-import { SyncPass } from './sync-pass.js';
+import { type SyncOutcome, SyncPass } from './sync-pass.js';
 
 /** Options of {@link startController}. Every collaborator is swappable. */
 export interface ControllerOptions {
@@ -50,17 +50,6 @@ export interface ControllerOptions {
   readonly retryBaseMs?: number;
   /** How long SIGTERM waits for a running sync. @default 20_000 */
   readonly shutdownGraceMs?: number;
-}
-
-/** What one sync produced, also returned by {@link RunningController.syncNow}. */
-export interface SyncOutcome {
-  readonly syncId: string;
-  readonly isOk: boolean;
-  readonly revision?: string;
-  readonly reason: string;
-  readonly message: string;
-  readonly durationSeconds: number;
-  readonly appliedCount: number;
 }
 
 /** A started controller. */

@@ -12,7 +12,7 @@ export {
   SyncError,
   TAKEOVER_MANAGER,
 } from './applier.js';
-export type { ControllerOptions, RunningController, SyncOutcome } from './controller.js';
+export type { ControllerOptions, RunningController } from './controller.js';
 export { startController } from './controller.js';
 export type { FetchedRevision, FetchOptions, GitAuth } from './git-source.js';
 export { fetchRevision, GitFailure, GitFetchError } from './git-source.js';
@@ -37,3 +37,4 @@ export type { Profile, TakeoverCheck, TakeoverGap } from './profile.js';
 export { checkTakeover, loadProfile, ProfileSchema, parseProfile, valueAt } from './profile.js';
 export type { RenderedObject } from './render.js';
 export { describeObject, isStageOneKind, objectId, parseObjectId, renderDirectory, renderYaml } from './render.js';
+export type { SyncOutcome } from './sync-pass.js';

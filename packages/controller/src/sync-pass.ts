@@ -6,7 +6,6 @@ import { isBatonError } from '@baton/errors';
 import type { KubeRestClient } from '@baton/kube/rest';
 import type { Logger } from 'pino';
 import { type Applier, type ApplyResult, type ProtectedIdentity, SyncError } from './applier.js';
-import type { SyncOutcome } from './controller.js';
 import type { EventRecorder } from './events.js';
 import { type FetchedRevision, fetchRevision, GitFailure, GitFetchError } from './git-source.js';
 import { type GitSync, type GitSyncSpec, parseGitSyncSpec } from './gitsync.js';
@@ -15,6 +14,17 @@ import type { Metrics } from './metrics.js';
 import { renderDirectory } from './render.js';
 import { readGitAuth, readWebhookKey } from './secrets.js';
 import { SyncStatusWriter } from './sync-status.js';
+
+/** What one sync produced, also what the controller reports as its last sync. */
+export interface SyncOutcome {
+  readonly syncId: string;
+  readonly isOk: boolean;
+  readonly revision?: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly durationSeconds: number;
+  readonly appliedCount: number;
+}
 
 /** What one sync has learned so far, for the step that records its result. */
 interface SyncRun {

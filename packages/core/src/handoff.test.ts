@@ -8,6 +8,7 @@ import { fakeHandoffDeps } from './handoff/fake-deps.js';
 import type { Pushed } from './handoff/phases.js';
 import { HandoffRun } from './handoff/run.js';
 import type { HandoffDeps, HandoffSummary } from './handoff/types.js';
+import { blamedStepOf, errorOf, outcomeOf } from './handoff/verdict.js';
 import { driveHandoff, type HandoffSteps } from './handoff.js';
 import { loadHandoffPlan } from './handoff-plan.js';
 
@@ -94,7 +95,8 @@ function setup(opts: { throwAt?: StepName; early?: boolean; signal?: AbortSignal
       await step('record', 'enterSafely')(r);
       return {};
     },
-    summarize: (r, e) => ({ outcome: r.outcome(e), failedStep: r.blamedStep(e), error: r.error(e) }) as HandoffSummary,
+    summarize: (r, e) =>
+      ({ outcome: outcomeOf(r, e), failedStep: blamedStepOf(r, e), error: errorOf(r, e) }) as HandoffSummary,
   };
   const finished = () =>
     readFileSync(join(journalDir, 'test.jsonl'), 'utf8')

@@ -1,7 +1,7 @@
 // The install rules a manifest set must keep (what a push may create), and the controller image it must pin.
 import { describeObject } from '@baton/kube/plan';
 import type { HandoffPlan } from './handoff-plan.js';
-import type { ManifestObject, ManifestSet } from './manifest-set.js';
+import type { ManifestObject, ManifestSet } from './manifest.js';
 import type { DeclaredObjects, Violations } from './manifest-violations.js';
 import type { LoadedProfile } from './profile.js';
 

@@ -4,7 +4,7 @@ import { ConfigError } from '@baton/errors';
 import type { KubeObject } from '@baton/kube/plan';
 import { parse } from 'yaml';
 import type { HandoffPlan } from './handoff-plan.js';
-import type { ManifestObject } from './manifest-set.js';
+import type { ManifestObject } from './manifest.js';
 import type { Violations } from './manifest-violations.js';
 import type { SecretRef } from './profile.js';
 

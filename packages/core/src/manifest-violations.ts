@@ -1,5 +1,5 @@
 import type { KubeObject } from '@baton/kube/plan';
-import type { ManifestObject } from './manifest-set.js';
+import type { ManifestObject } from './manifest.js';
 
 /** The violations of one manifest set, each naming the file, document and line. */
 export class Violations {

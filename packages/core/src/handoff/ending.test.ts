@@ -11,6 +11,7 @@ import { prove, revoke } from './ending.js';
 import { fakeHandoffDeps } from './fake-deps.js';
 import { HandoffRun } from './run.js';
 import type { HandoffDeps } from './types.js';
+import { outcomeOf } from './verdict.js';
 
 // revoke and prove on the fake clock, against an operator whose API calls the test scripts: the paths a real API
 // server reaches only by bad luck (a lost TokenRequest answer, a close that never returns) are played exactly.
@@ -91,7 +92,7 @@ describe('revoke after a TokenRequest whose answer was lost', () => {
     expect(run.confinement!.keptBecause).toMatch(/the next run or baton revoke removes it/);
     // The policy and its binding were never asked to go.
     expect(calls.filter((c) => c === 'delete')).toEqual([]);
-    expect(run.outcome({ revoke: revoked, proof })).toBe('failed');
+    expect(outcomeOf(run, { revoke: revoked, proof })).toBe('failed');
   });
 
   it('removes the confinement once the revoke went through (the bound Secret is gone, so is any token)', async () => {

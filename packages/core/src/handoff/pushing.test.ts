@@ -14,6 +14,7 @@ import { type Minted, NOT_ENDED } from './phases.js';
 import { closeWriteWindow, push, verifyAfterClose } from './pushing.js';
 import { HandoffRun } from './run.js';
 import { credentialSummary } from './summary.js';
+import { blamedStepOf, outcomeOf } from './verdict.js';
 
 // The end of the push on the fake clock: the close, the unbinding, the token's own confirmation that it may neither
 // write nor read the plan, and the post-close check, against scripted operator and bootstrap clients.
@@ -220,8 +221,8 @@ describe('verifyAfterClose: the post-close check', () => {
     expect(String((run.signal.reason as Error).message)).toContain('ConfigMap/gitops-system/source (data.url)');
     expect(run.signal.reason).toBeInstanceOf(TamperingError);
     run.fail(new DOMException('aborted', 'AbortError'));
-    expect(run.blamedStep(NOT_ENDED)).toBe('post-close-check');
-    expect(run.outcome(NOT_ENDED)).toBe('tampered');
+    expect(blamedStepOf(run, NOT_ENDED)).toBe('post-close-check');
+    expect(outcomeOf(run, NOT_ENDED)).toBe('tampered');
   });
 
   it('Ctrl-C right after the push ends a hung post-close check at once: the close is done, revoke need not wait', async () => {

@@ -9,6 +9,7 @@ import type { Ending, RecordOutcome } from './phases.js';
 import { type HandoffRun, safeError, type TamperingState } from './run.js';
 import { credentialSummary, tamperingSummary } from './summary.js';
 import type { RepairSummary } from './types.js';
+import { blamedStepOf, errorOf, outcomeOf } from './verdict.js';
 
 /**
  * Appends the run's audit event, journals that it did (a run killed before its receipt is completed by the next
@@ -96,14 +97,14 @@ export async function appendPendingRecords(run: HandoffRun): Promise<void> {
 /** The run's audit record (the in-toto predicate), as it ended. */
 export function handoffRecord(run: HandoffRun, ending: Ending): HandoffRecord {
   const credential = credentialSummary(run, ending);
-  const step = run.blamedStep(ending);
-  const error = run.error(ending);
+  const step = blamedStepOf(run, ending);
+  const error = errorOf(run, ending);
   const { revoked } = ending.revoke;
   const { proof } = ending.proof;
   return {
     runId: run.runId,
     ...recordFrame(run, run.revision ?? ''),
-    outcome: run.outcome(ending),
+    outcome: outcomeOf(run, ending),
     ...(step ? { failedStep: step } : {}),
     ...(error ? { error: error.slice(0, 2000) } : {}),
     startedAt: run.startedAt.toISOString(),

@@ -21,6 +21,7 @@ import { type Ending, revocationFailure, type Scoped } from './phases.js';
 import { push } from './pushing.js';
 import { HandoffRun, safeError, seconds, type TamperingState } from './run.js';
 import { HandoffStep } from './types.js';
+import { errorOf } from './verdict.js';
 
 // Admission pins a planned Secret by type and keys, not by value: a thief holding the bootstrap token can rewrite a
 // value during the push, and the post-close check finds it. By then the controller may already run on it. The repair
@@ -79,7 +80,7 @@ export async function repair(run: HandoffRun): Promise<string | undefined> {
       note: repairedNote(base.repushed, restart.restarted, restart.error, t, run),
     };
   } else {
-    const why = sub.error(ending) ?? 'the repair was not verified';
+    const why = errorOf(sub, ending) ?? 'the repair was not verified';
     const stopped = await stopWorkloads(
       run,
       workloads,

@@ -1,5 +1,4 @@
-import { HandoffOutcome } from '@baton/audit';
-import { BatonError, ErrorCode, isBatonError, TamperingError, TimeoutError } from '@baton/errors';
+import { BatonError, TamperingError, TimeoutError } from '@baton/errors';
 import type {
   BootstrapIdentity,
   BootstrapIdentityRef,
@@ -18,7 +17,6 @@ import { Journal, type JournalStore } from '../journal.js';
 import type { ManifestSet } from '../manifest-set.js';
 import type { Receipt } from '../receipt.js';
 import type { TakeoverState } from '../takeover.js';
-import { type Ending, revocationFailure } from './phases.js';
 import { type HandoffDeps, HandoffStep, type RepairSummary } from './types.js';
 
 /** What the post-close check found rewritten during the push window, and what the repair did about it. */
@@ -259,46 +257,6 @@ export class HandoffRun {
     this.log.error({ step: this.current, err: safeError(this.failure) }, 'handoff step failed');
   }
 
-  /**
-   * The outcome: tampered (whatever the repair did), failed, aborted (the operator's signal) or handed off; an
-   * unproven revocation or an unwritten record fails it.
-   */
-  outcome(ending: Ending): HandoffOutcome {
-    if (this.tampering) return HandoffOutcome.tampered;
-    if (this.failure !== undefined)
-      return isAbort(this.failure, this.deps.signal) ? HandoffOutcome.aborted : HandoffOutcome.failed;
-    if (revocationFailure(ending) || ending.record?.failure) return HandoffOutcome.failed;
-    return HandoffOutcome.handedOff;
-  }
-
-  /** Every reason the run did not hand off, joined. */
-  error(ending: Ending): string | undefined {
-    const parts = [
-      this.failure !== undefined ? safeError(this.failure) : undefined,
-      this.tampering?.repair?.note,
-      revocationFailure(ending),
-      ending.record?.failure,
-    ].filter((x): x is string => x !== undefined);
-    return parts.length > 0 ? parts.join('; ') : undefined;
-  }
-
-  /** The error's stable code: the failure's own, else revocation (revoke or prove failed), else internal. */
-  errorCode(ending: Ending): ErrorCode | undefined {
-    if (this.tampering) return ErrorCode.tampered;
-    if (this.failure !== undefined) return isBatonError(this.failure) ? this.failure.code : ErrorCode.internal;
-    if (revocationFailure(ending)) return ErrorCode.revocation;
-    if (ending.record?.failure) return ErrorCode.internal;
-    return undefined;
-  }
-
-  /** The step to blame: where the pushing part failed, else revoke or prove, else record. */
-  blamedStep(ending: Ending): string | undefined {
-    if (this.failedStep) return this.failedStep;
-    if (revocationFailure(ending)) return ending.revoke.revoked ? 'prove' : 'revoke';
-    if (ending.record?.failure) return 'record';
-    return undefined;
-  }
-
   /** Seconds since the run started. */
   elapsedSeconds(): number {
     return seconds(this.clock.monotonicMs() - this.t0);
@@ -307,12 +265,6 @@ export class HandoffRun {
 
 /** The step name a rewrite found after the close is blamed on (the audit record's `failedStep`). */
 export const POST_CLOSE_CHECK = 'post-close-check';
-
-// A deadline (`baton up --timeout`) is a failure; an operator's signal is an abort.
-function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
-  if (err instanceof TimeoutError) return false;
-  return signal?.aborted === true && (err === signal.reason || (err as Error)?.name === 'AbortError');
-}
 
 /** A secret-free one-line description of an error. */
 export function safeError(err: unknown): string {

@@ -6,6 +6,7 @@ import { fullFingerprint } from './fingerprint.js';
 import type { Ending } from './phases.js';
 import { type HandoffRun, POST_CLOSE_CHECK, round, seconds, type TamperingState } from './run.js';
 import type { ConfinementSummary, HandoffSummary, TamperingSummary } from './types.js';
+import { blamedStepOf, errorCodeOf, errorOf, outcomeOf } from './verdict.js';
 
 /** The summary's view of a rewrite the post-close check found, and of its repair. */
 export function tamperingSummary(t: TamperingState): TamperingSummary {
@@ -82,8 +83,8 @@ export function summaryFrame(run: HandoffRun) {
 export function finalSummary(run: HandoffRun, ending: Ending): HandoffSummary {
   const credential = credentialSummary(run, ending);
   const confinement = confinementSummary(run);
-  const step = run.blamedStep(ending);
-  const error = run.error(ending);
+  const step = blamedStepOf(run, ending);
+  const error = errorOf(run, ending);
   const proved = ending.proof.proof;
   const proof = proved
     ? {
@@ -93,11 +94,11 @@ export function finalSummary(run: HandoffRun, ending: Ending): HandoffSummary {
         proofWaitSeconds: proved.proofWaitSeconds,
       }
     : undefined;
-  const errorCode = run.errorCode(ending);
+  const errorCode = errorCodeOf(run, ending);
   const audit = ending.record?.audit;
   return {
     ...summaryFrame(run),
-    outcome: run.outcome(ending),
+    outcome: outcomeOf(run, ending),
     ...(step ? { failedStep: step } : {}),
     ...(error ? { error } : {}),
     ...(error && errorCode ? { errorCode } : {}),
