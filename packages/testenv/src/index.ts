@@ -7,6 +7,8 @@ export type { BedImage } from './argocd/argocd-images.js';
 export { ARGOCD_IMAGES, ARGOCD_REDIS_UNSIGNED, buildArgoCdImages } from './argocd/argocd-images.js';
 export type { ArgoCdSide, StartArgoCdBedOptions, StartArgoCdSideOptions } from './argocd/argocd-side.js';
 export { ARGOCD_REPO_SECRET, startArgoCdBed, startArgoCdSide } from './argocd/argocd-side.js';
+export type { BatonControllerSide, StartBatonControllerSideOptions } from './baton-controller-side.js';
+export { startBatonControllerSide } from './baton-controller-side.js';
 export type { Cluster, StartClusterOptions } from './cluster.js';
 export { startCluster, stopAll } from './cluster.js';
 export { type ClusterState, clustersDir } from './cluster-dir.js';
@@ -40,21 +42,11 @@ export type { FluxSide, StartFluxBedOptions, StartFluxSideOptions } from './flux
 export { startFluxBed, startFluxSide } from './flux/flux-side.js';
 export type { GitServer, GitServerUser, StartGitServerOptions } from './git-server.js';
 export { startGitServer } from './git-server.js';
+export type { AuditKeyPaths, ControllerSide, GitOpsSideOptions, SideBase } from './gitops-side.js';
 export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-build.js';
 export { ensureGoBuild, goVersion } from './go-build.js';
-export type {
-  AuditKeyPaths,
-  BatonControllerSide,
-  BedCluster,
-  ControllerSide,
-  GitOpsSideOptions,
-  HandoffBed,
-  SideBase,
-  StartBatonControllerSideOptions,
-  StartBedClusterOptions,
-  StartHandoffBedOptions,
-} from './handoff-bed.js';
-export { startBatonControllerSide, startBedCluster, startHandoffBed } from './handoff-bed.js';
+export type { BedCluster, HandoffBed, StartBedClusterOptions, StartHandoffBedOptions } from './handoff-bed.js';
+export { startBedCluster, startHandoffBed } from './handoff-bed.js';
 export {
   BED_IMAGE_KEY_NAME,
   type BedImageTrust,

@@ -5,16 +5,13 @@ import { join } from 'node:path';
 import type { HandoffPlanInput } from '@baton/core/plan';
 import { parseAllDocuments, stringify } from 'yaml';
 import {
-  type BedCluster,
   type ControllerSide,
   type GitOpsSideOptions,
-  type HandoffBed,
   requireRealNode,
-  type StartBedClusterOptions,
-  startBedWith,
   startSide,
   writeAuditKeyFiles,
-} from '../handoff-bed.js';
+} from '../gitops-side.js';
+import { type BedCluster, type HandoffBed, type StartBedClusterOptions, startBedWith } from '../handoff-bed.js';
 import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';

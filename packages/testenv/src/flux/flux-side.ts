@@ -4,18 +4,15 @@ import { join } from 'node:path';
 import type { HandoffPlanInput } from '@baton/core/plan';
 import { stringify } from 'yaml';
 import {
-  type BedCluster,
   type ControllerSide,
   copyProfileRules,
   type GitOpsSideOptions,
-  type HandoffBed,
   requireRealNode,
-  type StartBedClusterOptions,
-  startBedWith,
   startSide,
   writeAuditKeyFiles,
   writePullCredential,
-} from '../handoff-bed.js';
+} from '../gitops-side.js';
+import { type BedCluster, type HandoffBed, type StartBedClusterOptions, startBedWith } from '../handoff-bed.js';
 import { type BedImageTrust, writeBedImageTrust } from '../image-trust.js';
 import { MIRRORED_REGISTRIES } from '../node/real-node.js';
 import { pinBedImages } from '../pin-bed-images.js';
