@@ -18,7 +18,7 @@ import {
 } from '@baton/core';
 import { clientsFromKubeconfigFile, describeObject, type KubeObject, statusOf } from '@baton/kube';
 import type { KubeRestClient } from '@baton/kube/rest';
-import type { HandoffBed } from '@baton/testenv';
+import type { HandoffBed } from '@baton/testenv/beds';
 import { startDemoBed } from '../scripts/demo/bed.js';
 import { median, round } from './stats.js';
 

@@ -28,7 +28,7 @@ import {
   SIGNATURE_ANNOTATIONS,
   SLSA_PROVENANCE_PREDICATE_TYPE,
 } from '@baton/image';
-import { createLocalSigstore, putCosignV2Signature, startRegistry, writeTestImage } from '@baton/testenv';
+import { createLocalSigstore, putCosignV2Signature, startRegistry, writeTestImage } from '@baton/testenv/images';
 import { median, numberFlag, round } from './stats.js';
 
 const COUNT = numberFlag(process.argv.slice(2), '--count', 60);

@@ -12,7 +12,7 @@ import {
   runHandoff,
 } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import { startBatonControllerSide, startBedCluster } from '@baton/testenv';
+import { startBatonControllerSide, startBedCluster } from '@baton/testenv/beds';
 
 const PROFILE = fileURLToPath(new URL('../bootstrap-manifests/baton-controller', import.meta.url));
 

@@ -19,7 +19,7 @@ import {
   runtimeClosure,
   USER_PULUMI_PROJECT,
 } from '@baton/testbed';
-import type { HandoffBed } from '@baton/testenv';
+import type { HandoffBed } from '@baton/testenv/beds';
 import { startDemoBed } from '../scripts/demo/bed.js';
 import { type PulumiProject, pulumiUp } from '../scripts/demo/pulumi-up.js';
 import { median, round } from './stats.js';

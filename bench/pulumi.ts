@@ -12,14 +12,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  createPulumiEnv,
-  ensurePulumiEngine,
-  type GoBuildResult,
-  PULUMI_VERSIONS,
-  type PulumiEngine,
-  startCluster,
-} from '@baton/testenv';
+import { type GoBuildResult, startCluster } from '@baton/testenv';
+import { createPulumiEnv, ensurePulumiEngine, PULUMI_VERSIONS, type PulumiEngine } from '@baton/testenv/pulumi';
 import * as k8s from '@kubernetes/client-node';
 import * as pulumiK8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';

@@ -18,13 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { type HandoffSummary, loadHandoffPlan } from '@baton/core';
 import { createRunLog, createStepView, planFacts } from '@baton/progress';
 import type { HandoffReceipt } from '@baton/pulumi';
-import {
-  apiserverRequestsBy,
-  type ControllerSide,
-  ensureFluxControllers,
-  type HandoffBed,
-  identityActivity,
-} from '@baton/testenv';
+import { apiserverRequestsBy, identityActivity } from '@baton/testenv';
+import { type ControllerSide, ensureFluxControllers, type HandoffBed } from '@baton/testenv/beds';
 import { batonUpInProcess } from './demo/baton-up.js';
 import { startDemoBed, startKeptDemoBed } from './demo/bed.js';
 import { type PulumiUpResult, pulumiUp } from './demo/pulumi-up.js';

@@ -1,7 +1,7 @@
 // The demo's `--via cli` path, and the baseline of `pnpm bench:pulumi`'s handoff: `baton up`'s engine in-process.
 import { createHandoffDeps, type HandoffSummary, type Logger, loadHandoffPlan, runHandoff } from '@baton/core';
 import { clientsFromKubeconfigFile } from '@baton/kube';
-import type { ControllerSide, HandoffBed } from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
 
 /**
  * Runs the bed's plan through `runHandoff` with the collaborators every entry point builds (createHandoffDeps); the

@@ -5,19 +5,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
+import { ensureControlPlaneBinaries, startDetachedCluster } from '@baton/testenv';
 import {
   type ArgoCdSide,
   type BatonControllerSide,
-  ensureControlPlaneBinaries,
   type FluxControllers,
   type FluxSide,
-  type GitServer,
   type HandoffBed,
   startArgoCdBed,
-  startDetachedCluster,
   startFluxBed,
   startHandoffBed,
-} from '@baton/testenv';
+} from '@baton/testenv/beds';
+import type { GitServer } from '@baton/testenv/git';
 import { parse } from 'yaml';
 
 const profileDir = (name: string) => fileURLToPath(new URL(`../../bootstrap-manifests/${name}`, import.meta.url));

@@ -5,13 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadHandoffPlan } from '@baton/core';
 import type { HandoffReceipt } from '@baton/pulumi';
-import {
-  type ControllerSide,
-  createPulumiEnv,
-  type HandoffBed,
-  type PulumiEnv,
-  type PulumiEnvOptions,
-} from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
+import { createPulumiEnv, type PulumiEnv, type PulumiEnvOptions } from '@baton/testenv/pulumi';
 import { parse } from 'yaml';
 
 const ROOT_NODE_MODULES = fileURLToPath(new URL('../../node_modules', import.meta.url));

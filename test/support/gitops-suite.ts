@@ -13,8 +13,8 @@ import {
   probeToken,
   readObject,
 } from '@baton/kube';
-import type { ControllerSide, HandoffBed } from '@baton/testenv';
-import { bedImageKey } from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
+import { bedImageKey } from '@baton/testenv/images';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatTrustedKeys, generateSigningKey, writeSigningKeyFile } from '@baton/audit';
 import { type LoadedPlan, loadHandoffPlan } from '@baton/core';
-import { type GitServer, startGitServer } from '@baton/testenv';
+import { type GitServer, startGitServer } from '@baton/testenv/git';
 import { parse, stringify } from 'yaml';
 
 /** The test controller profile's manifests. */

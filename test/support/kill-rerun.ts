@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import type { HandoffSummary } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
-import type { ControllerSide, HandoffBed } from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
 import { expect } from 'vitest';
 import { bootstrapMints, JWT_PATTERN, killDuringPush, runBaton } from './handoff-run.js';
 import { adminClients, confinementsLeft } from './kube.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readEntries } from '@baton/audit';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
-import type { ControllerSide, HandoffBed } from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
 import { expect } from 'vitest';
 import { pulumiUp } from '../../scripts/demo/pulumi-up.js';
 import { JWT_PATTERN } from './handoff-run.js';

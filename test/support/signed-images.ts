@@ -8,7 +8,7 @@ import {
   startRegistry,
   type TestImage,
   writeTestImage,
-} from '@baton/testenv';
+} from '@baton/testenv/images';
 
 /** The release key of {@link startSignedImageRegistry}'s images, and a key nobody trusts. */
 export const RELEASE_KEY = SigningKey.fromSeed('baton.dev/release', Buffer.alloc(32, 1));

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { readEntries } from '@baton/audit';
 import type { HandoffSummary } from '@baton/core';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers, probeToken, type WorkloadRef } from '@baton/kube';
-import type { ControllerSide, HandoffBed } from '@baton/testenv';
+import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
 import { expect } from 'vitest';
 import { type AttemptResult, attacker, stealToken } from './attacker.js';
 import { JWT_PATTERN, runBaton } from './handoff-run.js';

@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { writeSigningKeyPair } from '@baton/audit';
 import { type LoadedPlan, loadHandoffPlan } from '@baton/core';
-import { type BatonControllerSide, type RealNodeInfo, startBatonControllerSide } from '@baton/testenv';
+import type { RealNodeInfo } from '@baton/testenv';
+import { type BatonControllerSide, startBatonControllerSide } from '@baton/testenv/beds';
 
 /** bootstrap-manifests/baton-controller: what the push installs and Git carries. */
 export const BATON_CONTROLLER_PROFILE = fileURLToPath(

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderDirectory } from '@baton/controller';
 import { KubeRestClient, type RestObject } from '@baton/kube/rest';
-import { type Cluster, type GitServer, startCluster, startGitServer } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { type GitServer, startGitServer } from '@baton/testenv/git';
 import { stringify } from 'yaml';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;

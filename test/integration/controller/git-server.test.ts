@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRevision, GitFailure, GitFetchError } from '@baton/controller';
-import { type GitServer, startGitServer } from '@baton/testenv';
+import { type GitServer, startGitServer } from '@baton/testenv/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The real Git server (git http-backend behind basic/bearer auth) and the controller's fetcher.

@@ -15,7 +15,8 @@ import {
   writeFleetFile,
   writeFleetTemplate,
 } from '@baton/testbed';
-import { type Cluster, linkBeds, pushShardImage, startCluster } from '@baton/testenv';
+import { type Cluster, linkBeds, startCluster } from '@baton/testenv';
+import { pushShardImage } from '@baton/testenv/images';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetUp } from '../../support/fleet-env.js';

@@ -12,7 +12,7 @@ import {
   type ArgoCdSide,
   ensureArgoCd,
   startArgoCdBed,
-} from '@baton/testenv';
+} from '@baton/testenv/beds';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { fleetUp } from '../../support/fleet-env.js';

@@ -10,7 +10,7 @@ import {
   fluxReleaseSigner,
   type HandoffBed,
   startFluxBed,
-} from '@baton/testenv';
+} from '@baton/testenv/beds';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptResult, attacker } from '../../support/attacker.js';
 import {

@@ -4,15 +4,9 @@ import { join, relative } from 'node:path';
 import { type ManifestObject, readManifestDir } from '@baton/core';
 import { clientsFromKubeconfigFile, type KubeClients, type KubeObject, serverSideApply } from '@baton/kube';
 import type { KubeRestClient } from '@baton/kube/rest';
-import {
-  type Cluster,
-  ensureFluxControllers,
-  type FluxControllers,
-  type GitServer,
-  pushFluxImages,
-  startCluster,
-  startGitServer,
-} from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { ensureFluxControllers, type FluxControllers, pushFluxImages } from '@baton/testenv/beds';
+import { type GitServer, startGitServer } from '@baton/testenv/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { eventually } from '../../support/kube.js';

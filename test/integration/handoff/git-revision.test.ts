@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createHandoffDeps, parseHandoffPlan, resolveGitRevision } from '@baton/core';
 import { ConfigError } from '@baton/errors';
 import type { KubeClients } from '@baton/kube';
-import { type GitServer, startGitServer } from '@baton/testenv';
+import { type GitServer, startGitServer } from '@baton/testenv/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The plan's `pull.source.ref` resolved against the real Git server (git http-backend), as `baton up` does

@@ -14,7 +14,7 @@ import {
   revokeBootstrapIdentity,
   ruleAtoms,
 } from '@baton/kube';
-import { bedImageKey } from '@baton/testenv';
+import { bedImageKey } from '@baton/testenv/images';
 import { describe, expect, it } from 'vitest';
 import { recordCompatMetrics } from '../../support/compat.js';
 import { useHandoffCluster } from '../../support/handoff-cluster.js';

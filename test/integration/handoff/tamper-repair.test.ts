@@ -1,6 +1,6 @@
 import { writeSigningKeyPair } from '@baton/audit';
 import { BATON_CONTROLLER_PROFILE } from '@baton/testbed';
-import { type HandoffBed, startHandoffBed } from '@baton/testenv';
+import { type HandoffBed, startHandoffBed } from '@baton/testenv/beds';
 import { afterEach, describe, it } from 'vitest';
 import { expectRewriteDuringRepairStopped, type TamperTarget } from '../../support/tamper-repair.js';
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { clientsFromKubeconfigFile, type KubeClients } from '@baton/kube';
-import { type Cluster, pushCliImage, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { pushCliImage } from '@baton/testenv/images';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/kube.js';

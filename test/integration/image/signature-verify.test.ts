@@ -28,15 +28,15 @@ import {
   SIGNATURE_ANNOTATIONS,
   signLayout,
 } from '@baton/image';
+import { freePorts } from '@baton/testenv';
 import {
   createLocalSigstore,
-  freePorts,
   type KeylessSignOptions,
   type LocalRegistry,
   type LocalSigstore,
   putCosignV2Signature,
   startRegistry,
-} from '@baton/testenv';
+} from '@baton/testenv/images';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   RELEASE_KEY,

@@ -12,15 +12,9 @@ import {
   packPackages,
   runtimeClosure,
 } from '@baton/testbed';
-import {
-  type ControllerSide,
-  createPulumiEnv,
-  ensurePulumiEngine,
-  type FluxSide,
-  type HandoffBed,
-  type PulumiEnv,
-  pinBedImages,
-} from '@baton/testenv';
+import type { ControllerSide, FluxSide, HandoffBed } from '@baton/testenv/beds';
+import { pinBedImages } from '@baton/testenv/images';
+import { createPulumiEnv, ensurePulumiEngine, type PulumiEnv } from '@baton/testenv/pulumi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { startDemoBed } from '../../../scripts/demo/bed.js';

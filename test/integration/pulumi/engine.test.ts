@@ -1,16 +1,15 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { freePorts, pollUntil } from '@baton/testenv';
 import {
   createPulumiEnv,
   ensurePulumiEngine,
   explainPulumiError,
-  freePorts,
   PULUMI_VERSIONS,
   type PulumiEngine,
   type PulumiEnv,
-  pollUntil,
-} from '@baton/testenv';
+} from '@baton/testenv/pulumi';
 import * as k8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
 import { PulumiCommand } from '@pulumi/pulumi/automation/index.js';

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { type Cluster, ensurePulumiEngine, PULUMI_VERSIONS, type PulumiEnv, startCluster } from '@baton/testenv';
+import { type Cluster, startCluster } from '@baton/testenv';
+import { ensurePulumiEngine, PULUMI_VERSIONS, type PulumiEnv } from '@baton/testenv/pulumi';
 import * as k8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
 import type { Stack } from '@pulumi/pulumi/automation/index.js';

@@ -6,7 +6,7 @@ import {
   type PulumiEnv,
   type PulumiEnvOptions,
   type PulumiRunResult,
-} from '@baton/testenv';
+} from '@baton/testenv/pulumi';
 import * as k8s from '@kubernetes/client-node';
 import { LocalWorkspace, PulumiCommand, type PulumiFn, type Stack } from '@pulumi/pulumi/automation/index.js';
 

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { HandoffBed } from '@baton/testenv';
+import type { HandoffBed } from '@baton/testenv/beds';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoBed } from '../../../scripts/demo/bed.js';
 import { CLI, JWT_PATTERN } from '../../support/handoff-run.js';
