@@ -1,5 +1,6 @@
-import { closeConfinement, probeToken, removeConfinement, reviewToken, revokeBootstrapIdentity } from '@baton/kube';
+import { probeToken, removeConfinement, reviewToken, revokeBootstrapIdentity } from '@baton/kube';
 import { pollUntil, retryUntil, withDeadline } from '../clock.js';
+import { closeBeforeRevoke } from './close.js';
 import type { ProofOutcome, RevokeOutcome } from './phases.js';
 import { type ConfinementState, type HandoffRun, type ProofState, safeError, seconds } from './run.js';
 import { HandoffStep } from './types.js';
@@ -9,9 +10,10 @@ import { HandoffStep } from './types.js';
 // server that stops answering for a while must not skip a revoke; each returns what it did and what it could not.
 
 /**
- * Waits for the close the push started (bounded), closes the write window if the push did not, then deletes the throwaway Secret (the token stops authenticating
- * within the API server's 10 s cache), the ServiceAccount and its RBAC. A failing revoke is retried with backoff for
- * `revokeRetryMs`, never past the token's own expiry; each request is bounded, so a hung API server is retried too.
+ * Closes the write window if the push did not ({@link closeBeforeRevoke}), then deletes the throwaway Secret (the token
+ * stops authenticating within the API server's 10 s cache), the ServiceAccount and its RBAC. A failing revoke is
+ * retried with backoff for `revokeRetryMs`, never past the token's own expiry; each request is bounded, so a hung API
+ * server is retried too.
  * Without a minted token, a confinement is removed at once (there is nothing for it to confine).
  */
 export async function revoke(run: HandoffRun): Promise<RevokeOutcome> {
@@ -20,22 +22,7 @@ export async function revoke(run: HandoffRun): Promise<RevokeOutcome> {
   const { operator } = run.deps;
   const requestMs = run.deps.requestTimeoutMs ?? 10_000;
   const c = run.confinement;
-  // A close started after the push may still be confirming: let it finish (it never throws) before closing again,
-  // but no longer than one request's deadline: an API server that stalled mid-close must not hold the revoke.
-  const { closing } = run;
-  if (closing)
-    await withDeadline(run.clock, requestMs, 'the close after the push', () => closing).catch(() =>
-      run.log.warn('the close after the push did not finish; revoking anyway'),
-    );
-  // Closed whenever a token may exist, seen or not: a TokenRequest whose answer was lost may have left a live token
-  // that the plan-shaped policy would still let write the planned objects.
-  if (c?.installedAt && !c.closedAt && run.ref) {
-    await withDeadline(run.clock, requestMs, 'closing the confinement', () => closeConfinement(operator, c.plan))
-      .then(() => {
-        c.closedAt = run.clock.now();
-      })
-      .catch((err: unknown) => run.log.error({ err: safeError(err) }, 'could not close the confinement; revoking'));
-  }
+  await closeBeforeRevoke(run);
   let outcome: RevokeOutcome = {};
   if (run.ref) {
     const ref = run.ref;
