@@ -121,21 +121,7 @@ async function attack(token: string, bootstrapName: string, phase: 'during' | 'a
   await attempt('a ServiceAccount named like a planned Secret (planned name, other kind)', () =>
     c.core.createNamespacedServiceAccount({ namespace: 'baton-system', body: { metadata: { name: 'baton-webhook' } } }),
   );
-  await attempt('apply a planned object with another field manager', () =>
-    apply(
-      {
-        apiVersion: 'v1',
-        kind: 'ServiceAccount',
-        metadata: {
-          name: 'baton-controller',
-          namespace: 'baton-system',
-          labels: { 'app.kubernetes.io/name': 'baton-controller' },
-        },
-        automountServiceAccountToken: true,
-      },
-      'kubectl',
-    ),
-  );
+  await attempt('apply a planned object with another field manager', () => apply(PLANNED_SA, 'kubectl'));
   const deployment = plannedDeployment();
   const containers = (deployment.spec as { template: { spec: { containers: Record<string, unknown>[] } } }).template
     .spec.containers;
