@@ -90,7 +90,7 @@ export interface Ending {
   readonly record?: RecordOutcome;
 }
 
-/** The ending of a run whose ending part has not run (the pushing part's tests, the repair's first steps). */
+/** The ending of a run whose ending part has not run yet: nothing revoked, proven or recorded (tests of the pushing part). */
 export const NOT_ENDED: Ending = { revoke: {}, proof: {} };
 
 /** Why the revocation is not proven (revoke, proof or the repair identity's), when it is not. */
