@@ -1,6 +1,7 @@
 // Global setup: brings every package's compiled dist up to date (`tsc -b`, incremental: about 0.5 s when nothing
-// changed) before any test runs, because the tests run `baton` as npm installs it, the package's bin on dist
-// (test/support/handoff-run.ts: CLI). A stale dist would test yesterday's code.
+// changed) and writes the CLI's bundle (about 2 s) before any test runs, because the tests run `baton` as npm
+// installs it, the package's bin on that bundle (test/support/handoff-run.ts: CLI). Either one stale would test
+// yesterday's code.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -37,4 +38,16 @@ export default function buildDist(): void {
   }
   const still = missingEntries();
   if (still.length > 0) throw new Error(`tsc -b --force wrote no ${still.join(', ')}: check the packages' tsconfig`);
+  try {
+    execFileSync(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', join(ROOT, 'packages/cli/build/bundle.ts')],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+  } catch (err) {
+    const e = err as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(
+      `the CLI's bundle (packages/cli/build/bundle.ts, which the tests' baton runs) failed to build:\n${`${e.stdout ?? ''}${e.stderr ?? ''}`.slice(-4000)}`,
+    );
+  }
 }

@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildNodeAppImage, bundleEntry, DEFAULT_CACHE_DIR, readLock } from '@baton/image';
+import { buildNodeAppImage, DEFAULT_CACHE_DIR, readLock } from '@baton/image';
+import { bundleCli, VERIFY_WORKER_FILE } from '../build/bundle.js';
 
 // The baton CLI as an OCI image layout, without a container engine: what the fleet's Indexed Job engine runs in each
 // shard's pod (`baton fleet shard`). Built by `pnpm image:build` (scripts/image-build.ts) with the controller's.
@@ -12,19 +13,15 @@ const REPO_ROOT = resolve(new URL('../../../', import.meta.url).pathname);
 export const DEFAULT_IMAGE_FILE = join(REPO_ROOT, 'packages/fleet/job-image.json');
 
 /**
- * Builds the image and writes its layout: the CLI bundled by esbuild at /app/dist/main.mjs with its package.json
- * beside (the CLI reads its version there), on the controller's Debian packages and Node.js, as 65532. `testenv`
- * is left out: the CLI loads it only when `@baton/testenv` is installed, and says so otherwise. So is `pkcs11js`, the
- * PKCS#11 signer's native binding (an optional peer): in the image, an audit key is a file or a signer command.
+ * Builds the image and writes its layout: the CLI's bundle (the one npm installs, build/bundle.ts) at
+ * /app/dist/main.mjs with the verifier's worker and the package.json beside (the CLI reads its version there), on the
+ * controller's Debian packages and Node.js, as 65532. The bundle leaves `testenv` out, so in the image `baton testenv`
+ * says to install it; and `pkcs11js`, so in the image an audit key is a file or a signer command.
  * @returns the image manifest's digest and what went into it.
  */
 export async function buildCliImage(o: { outDir: string; cacheDir: string; reuseLayers: boolean }) {
   const lock = readLock(new URL('image.lock.json', import.meta.url).pathname);
-  const bundle = await bundleEntry({
-    repoRoot: REPO_ROOT,
-    entry: 'packages/cli/src/main.ts',
-    external: ['@baton/testenv', '@baton/testenv/*', 'pkcs11js'],
-  });
+  const bundle = await bundleCli();
   const pkgText = readFileSync(join(REPO_ROOT, 'packages/cli/package.json'));
   const { version } = JSON.parse(pkgText.toString()) as { version: string };
   return buildNodeAppImage(
@@ -33,10 +30,11 @@ export async function buildCliImage(o: { outDir: string; cacheDir: string; reuse
       version,
       lock,
       files: [
-        { path: 'app/dist/main.mjs', data: bundle.code },
+        { path: 'app/dist/main.mjs', data: bundle.main.code },
+        { path: `app/dist/${VERIFY_WORKER_FILE}`, data: bundle.verifyWorker.code },
         { path: 'app/package.json', data: pkgText },
       ],
-      packages: bundle.packages,
+      packages: bundle.main.packages,
       createdBy: 'baton CLI bundle (esbuild)',
       runtime: {
         entrypoint: ['/usr/local/bin/node', '/app/dist/main.mjs'],

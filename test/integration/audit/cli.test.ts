@@ -108,6 +108,10 @@ describe.concurrent('baton audit, as a user runs it', () => {
     );
     const j = await runCli(['audit', 'verify', log, '--keys', TRUSTED_KEYS, '--json']);
     expect(JSON.parse(j.stdout)).toMatchObject({ ok: true, entries: 150, checkpointedSize: 150, failures: [] });
+    // On worker threads, as a large log is checked: the bundle's worker file is found beside it.
+    const w = await runCli(['audit', 'verify', log, '--keys', TRUSTED_KEYS, '--workers', '2', '--json']);
+    expect(w, w.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(w.stdout)).toMatchObject({ ok: true, entries: 150, checkpointedSize: 150, failures: [] });
   });
 
   test('ls filters by outcome, cluster and time, as a table or JSON', async () => {

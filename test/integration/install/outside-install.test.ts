@@ -72,6 +72,10 @@ describe('the installed packages', () => {
     const baton = await filesUnder(join(nodeModules, '@baton'));
     expect(baton.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(baton).toContain('cli/dist/main.js');
+    // The bin runs the CLI's bundle, with the verifier's worker and the Job engine's pinned image beside it.
+    expect(baton).toEqual(
+      expect.arrayContaining(['cli/dist/baton.mjs', 'cli/dist/verify-worker.js', 'cli/dist/job-image.json']),
+    );
     expect(baton).toContain('pulumi/dist/provider.js');
     expect(existsSync(join(nodeModules, 'tsx'))).toBe(false);
     expect(existsSync(join(nodeModules, '@baton', 'testenv'))).toBe(false);

@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError } from '@baton/errors';
 
-/** `job-image.json` beside this package's `src/` and `dist/`, written by `pnpm image:build --pin`. */
-const FILE = new URL('../../job-image.json', import.meta.url);
+/**
+ * `job-image.json`, written by `pnpm image:build --pin`: beside the CLI's bundle, which copies it there
+ * (packages/cli/build/bundle.ts), or beside this package's `src/` and `dist/`.
+ */
+const FILES = [new URL('./job-image.json', import.meta.url), new URL('../../job-image.json', import.meta.url)];
 
 /**
  * The image the Job engine's shard pods run when the fleet file names none: the baton CLI image this release pins by
@@ -11,11 +14,12 @@ const FILE = new URL('../../job-image.json', import.meta.url);
  * @throws ConfigError when the file is missing or holds no pinned image (a broken install).
  */
 export function defaultShardImage(): string {
+  const file = FILES.find((f) => existsSync(f)) ?? FILES[FILES.length - 1]!;
   try {
-    const { image } = JSON.parse(readFileSync(FILE, 'utf8')) as { image?: unknown };
+    const { image } = JSON.parse(readFileSync(file, 'utf8')) as { image?: unknown };
     if (typeof image === 'string' && /^ghcr\.io\/baton-dev\/baton@sha256:[0-9a-f]{64}$/.test(image)) return image;
   } catch {}
   throw new ConfigError(
-    `${FILE.pathname}: no pinned baton image (ghcr.io/baton-dev/baton@sha256:…); set job.image in the fleet file, or reinstall @baton/fleet`,
+    `${file.pathname}: no pinned baton image (ghcr.io/baton-dev/baton@sha256:…); set job.image in the fleet file, or reinstall @baton/fleet`,
   );
 }
