@@ -180,31 +180,44 @@ describe('baton-controller against a real cluster and a real Git server', () => 
     expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('after revocation');
   });
 
-  it('applies a new commit within the poll interval without a webhook', async () => {
-    const t0 = performance.now();
+  // How soon a poll or a webhook applies a commit is bench:controller's (pollLatencySeconds, webhookLatencySeconds):
+  // a wall-clock bound here failed on a loaded CI machine. These prove what makes the controller sync.
+  it('applies a new commit by polling, with no webhook call', async () => {
     lastGood = await env.git.commitFiles(
       env.repo,
       { [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'polled' }) },
       'poll',
     );
-    await waitApplied(lastGood, 15_000);
-    // Interval is 5 s; allow one sync's duration on a loaded 2-core machine.
-    expect(performance.now() - t0).toBeLessThan(8_000);
+    await waitApplied(lastGood, 30_000);
     expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('polled');
   });
 
-  it('applies a new commit within 2 s of a signed webhook call, and rejects a bad signature', async () => {
+  it('applies a new commit on a signed webhook call when no poll is due for an hour, and rejects a bad signature', async () => {
     expect(await callWebhook(controller.url, 'wrong-key')).toBe(401);
+    const gitSyncAt = async (intervalSeconds: number) => {
+      const files = await sourceRepoFiles(env.git.repoUrl(env.repo), intervalSeconds);
+      const path = Object.keys(files).find((p) => p.endsWith('gitsync.yaml'))!;
+      lastGood = await env.git.commitFiles(env.repo, { [path]: files[path]! }, `poll every ${intervalSeconds} s`);
+      expect(await callWebhook(controller.url)).toBe(202);
+      await waitApplied(lastGood);
+      // A sync reads the interval before it applies: one more sync (webhook-called, after this one has finished)
+      // makes the new interval the wait.
+      await eventually(async () => controller.lastSync?.revision === lastGood, 20_000, 'the sync to finish');
+      const last = controller.lastSync?.syncId;
+      expect(await callWebhook(controller.url)).toBe(202);
+      await eventually(async () => controller.lastSync?.syncId !== last, 20_000, 'one more sync');
+    };
+    await gitSyncAt(3600);
     lastGood = await env.git.commitFiles(
       env.repo,
       { [`${APPS}/settings.yaml`]: configMapYaml('demo', 'settings', { greeting: 'webhook' }) },
       'webhook',
     );
-    const t0 = performance.now();
     expect(await callWebhook(controller.url)).toBe(202);
-    await waitApplied(lastGood, 5_000);
-    expect(performance.now() - t0).toBeLessThan(2_000);
+    await waitApplied(lastGood, 60_000);
     expect((await readConfigMap('demo', 'settings'))?.data?.greeting).toBe('webhook');
+    // Back to a poll every 5 s, which the tests after this one rely on.
+    await gitSyncAt(5);
   });
 
   it('prunes a file removed from Git, but keeps an object annotated baton.dev/prune=disabled', async () => {
