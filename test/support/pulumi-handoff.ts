@@ -3,7 +3,7 @@ import { readEntries } from '@baton/audit';
 import { clientsFromKubeconfigFile, findBootstrapLeftovers } from '@baton/kube';
 import type { ControllerSide, HandoffBed } from '@baton/testenv/beds';
 import { expect } from 'vitest';
-import { pulumiUp } from '../../scripts/demo/pulumi-up.js';
+import { COMPILED_LOCAL_STACK, pulumiUp } from '../../scripts/demo/pulumi-up.js';
 import { JWT_PATTERN } from './handoff-run.js';
 import { adminClients, confinementsLeft } from './kube.js';
 
@@ -14,7 +14,7 @@ import { adminClients, confinementsLeft } from './kube.js';
  * profile, and no secret in what `pulumi up` printed or in the stored state.
  */
 export async function expectPulumiHandoff(bed: HandoffBed<ControllerSide>, profile: string): Promise<void> {
-  const up = await pulumiUp(bed, bed.side.dir, AbortSignal.timeout(400_000));
+  const up = await pulumiUp(bed, bed.side.dir, AbortSignal.timeout(400_000), COMPILED_LOCAL_STACK);
   const printed = readFileSync(up.logPath, 'utf8');
   expect(up.receipt?.outcome, up.error).toBe('handed-off');
   expect(up.receipt?.revision).toBe(bed.side.revision);

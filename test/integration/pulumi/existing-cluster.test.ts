@@ -8,7 +8,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { JWT_PATTERN } from '../../support/handoff-run.js';
-import { inlineStack, kubeconfigText, pulumiEnv, rootNodeModules, stackCli, storedState } from './pulumi-fixture.js';
+import { inlineStack, kubeconfigText, pulumiEnv, stackCli, storedState } from './pulumi-fixture.js';
 
 // `pulumi up` of stacks/existing-cluster from a shell, with the kubeconfig coming from another stack's output (a
 // StackReference), as a program that created an EKS, GKE or AKS cluster in its own stack would provide it.
@@ -21,7 +21,6 @@ let cluster: Cluster;
 let side: BatonControllerEnv;
 let env: PulumiEnv;
 let kubeconfig: string;
-const savedNodeOptions = process.env.NODE_OPTIONS;
 const printed: string[] = [];
 
 // Bound once `env` exists (beforeAll).
@@ -36,8 +35,8 @@ beforeAll(async () => {
     realNode: cluster.realNode,
   });
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
-  process.env.NODE_OPTIONS = `--conditions=@baton/source --import ${join(rootNodeModules, 'tsx', 'dist', 'loader.mjs')}`;
-  env = await pulumiEnv();
+  // Its program and dynamic-provider host load baton's compiled packages, as in pulumi/handoff.test.ts.
+  env = await pulumiEnv({ env: { NODE_OPTIONS: '' } });
   // The stack that "created the cluster": its only output is the kubeconfig, a secret.
   const maker = await inlineStack(env, {
     stackName: MAKER_STACK,
@@ -70,7 +69,6 @@ afterAll(async () => {
   expect(await env?.processes()).toEqual([]);
   await side?.stop();
   await cluster?.stop();
-  process.env.NODE_OPTIONS = savedNodeOptions;
 });
 
 describe('pulumi CLI of stacks/existing-cluster', () => {
