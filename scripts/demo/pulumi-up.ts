@@ -39,7 +39,7 @@ export const LOCAL_STACK: PulumiProject = {
  */
 export const COMPILED_LOCAL_STACK: PulumiProject = {
   ...LOCAL_STACK,
-  envOptions: { nodePath: [ROOT_NODE_MODULES], env: { NODE_OPTIONS: '' } },
+  envOptions: { ...LOCAL_STACK.envOptions, env: { NODE_OPTIONS: '' } },
 };
 
 /** What `pulumi up` left: the stack's receipt, or the CLI's error, and where the state is. */

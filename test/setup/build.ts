@@ -23,31 +23,26 @@ function missingEntries(): string[] {
   return missing;
 }
 
+/** Runs `node args` in the repository; on failure throws `what` with the end of its output. */
+function runStep(args: readonly string[], what: string): void {
+  try {
+    execFileSync(process.execPath, [...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`${what}:\n${`${e.stdout ?? ''}${e.stderr ?? ''}`.slice(-4000)}`);
+  }
+}
+
 export default function buildDist(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const build = (...flags: string[]) =>
-    execFileSync(process.execPath, [tsc, '-b', ...flags], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  try {
-    build();
-    if (missingEntries().length > 0) build('--force');
-  } catch (err) {
-    const e = err as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(
-      `tsc -b failed, so the packages' dist (which the tests run as the installed baton) is not up to date; fix the errors below (pnpm build shows them too):\n${`${e.stdout ?? ''}${e.stderr ?? ''}`.slice(-4000)}`,
-    );
-  }
+  const tscFailed =
+    "tsc -b failed, so the packages' dist (which the tests run as the installed baton) is not up to date; fix the errors below (pnpm build shows them too)";
+  runStep([tsc, '-b'], tscFailed);
+  if (missingEntries().length > 0) runStep([tsc, '-b', '--force'], tscFailed);
   const still = missingEntries();
   if (still.length > 0) throw new Error(`tsc -b --force wrote no ${still.join(', ')}: check the packages' tsconfig`);
-  try {
-    execFileSync(
-      process.execPath,
-      ['--conditions=@baton/source', '--import', 'tsx', join(ROOT, 'packages/cli/build/bundle.ts')],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-  } catch (err) {
-    const e = err as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(
-      `the CLI's bundle (packages/cli/build/bundle.ts, which the tests' baton runs) failed to build:\n${`${e.stdout ?? ''}${e.stderr ?? ''}`.slice(-4000)}`,
-    );
-  }
+  runStep(
+    ['--conditions=@baton/source', '--import', 'tsx', join(ROOT, 'packages/cli/build/bundle.ts')],
+    "the CLI's bundle (packages/cli/build/bundle.ts, which the tests' baton runs) failed to build",
+  );
 }

@@ -47,7 +47,7 @@ export async function writeCliBundle(distDir = join(REPO_ROOT, 'packages/cli/dis
   copyFileSync(join(REPO_ROOT, 'packages/fleet/job-image.json'), join(distDir, 'job-image.json'));
 }
 
-// Run directly (`pnpm build`, the tests' global setup, and the package's prepack).
+// Run directly (`pnpm build` and the tests' global setup; `pnpm pack` packs what `pnpm build` wrote, as it does dist).
 if (process.argv[1] && resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   writeCliBundle().catch((err) => {
     process.stderr.write(`bundle (baton CLI): ${(err as Error).message}\n`);

@@ -35,8 +35,7 @@ beforeAll(async () => {
     realNode: cluster.realNode,
   });
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
-  // Its program and dynamic-provider host load baton's compiled packages, as in pulumi/handoff.test.ts.
-  env = await pulumiEnv({ env: { NODE_OPTIONS: '' } });
+  env = await pulumiEnv();
   // The stack that "created the cluster": its only output is the kubeconfig, a secret.
   const maker = await inlineStack(env, {
     stackName: MAKER_STACK,

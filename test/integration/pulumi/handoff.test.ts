@@ -133,9 +133,7 @@ beforeAll(async () => {
   admin = kubeClients(cluster.kubeconfigPath);
   kubeconfig = await kubeconfigText(cluster.kubeconfigPath);
   webhookSecret = (parse(readFileSync(join(side.dir, 'webhook.yaml'), 'utf8')) as { secret: string }).secret;
-  // The program and the dynamic-provider host load baton's compiled packages (dist, as npm installs them; the tests'
-  // global setup builds them): from source through tsx, each of those processes spent about 1.2 CPU-s more.
-  env = await pulumiEnv({ env: { NODE_OPTIONS: '' } });
+  env = await pulumiEnv();
   await env.run(['stack', 'init', STACK], { cwd: STACK_DIR });
   await setConfig('kubeconfig', kubeconfig, true);
   await setConfig('clusterName', 'pulumi-local');

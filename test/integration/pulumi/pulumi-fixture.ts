@@ -13,10 +13,19 @@ import { LocalWorkspace, PulumiCommand, type PulumiFn, type Stack } from '@pulum
 /** Root node_modules: where `@pulumi/pulumi` is for the dynamic-provider plugin started in a temp project dir. */
 export const rootNodeModules = new URL('../../../node_modules', import.meta.url).pathname;
 
-/** A per-file Pulumi environment on the real engine (built or reused from baton's cache). */
+/**
+ * A per-file Pulumi environment on the real engine (built or reused from baton's cache). Its programs and
+ * dynamic-provider hosts load baton's compiled packages (dist, as npm installs them; the tests' global setup builds
+ * them), not the sources: from source through tsx, each of those processes spent about 1.2 CPU-s more.
+ */
 export async function pulumiEnv(options: Omit<PulumiEnvOptions, 'engine'> = {}): Promise<PulumiEnv> {
   const engine = await ensurePulumiEngine();
-  return createPulumiEnv({ nodePath: [rootNodeModules], ...options, engine });
+  return createPulumiEnv({
+    nodePath: [rootNodeModules],
+    ...options,
+    env: { NODE_OPTIONS: '', ...options.env },
+    engine,
+  });
 }
 
 /** Options of {@link inlineStack}. */
