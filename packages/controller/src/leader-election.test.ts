@@ -52,6 +52,15 @@ function leaseStore() {
   };
 }
 
+/** A leader on a 1 s lease (renew deadline 300 ms) whose renewals from now on hang. */
+async function hungLeader(options: Partial<LeaderElectorOptions> = {}) {
+  const store = leaseStore();
+  const r = elector(store.kube, { leaseDurationSeconds: 1, renewDeadlineMs: 300, retryMs: 50, ...options });
+  await r.e.tryAcquireOrRenew();
+  store.state.mode = 'hang';
+  return r;
+}
+
 function elector(kube: KubeRestClient, options: Partial<LeaderElectorOptions> = {}) {
   const clock = createFakeClock();
   const e = new LeaderElector({
@@ -131,21 +140,29 @@ describe('LeaderElector', () => {
   });
 
   it('aborts a renewal that hangs at the renew deadline and stops leading then', async () => {
-    const store = leaseStore();
-    const { e, changes } = elector(store.kube, {
-      clock: systemClock,
-      leaseDurationSeconds: 1,
-      renewDeadlineMs: 300,
-      retryMs: 50,
-    });
-    await e.tryAcquireOrRenew();
-    store.state.mode = 'hang';
+    const { e, changes } = await hungLeader({ clock: systemClock });
     const t0 = performance.now();
     expect(await e.tryAcquireOrRenew()).toBe(false);
     const tookMs = performance.now() - t0;
     expect(tookMs).toBeLessThan(5_000);
     expect(e.isLeader).toBe(false);
     expect(changes).toEqual([true, false]);
+  });
+
+  it('stops leading when its renew deadline aborts a hung renewal, even before the clock reads the deadline', async () => {
+    // The injected clock stands still while the real budget timer runs out: as when Node's timer, started from the
+    // event loop's cached time, fires a little before the clock reaches the deadline.
+    const { e, changes } = await hungLeader();
+    expect(await e.tryAcquireOrRenew()).toBe(false);
+    expect(changes).toEqual([true, false]);
+  });
+
+  it('a renewal aborted by the caller (shutdown) is not a missed deadline', async () => {
+    const { e, changes } = await hungLeader();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(new Error('stopping')), 20);
+    expect(await e.tryAcquireOrRenew(stop.signal)).toBe(true);
+    expect(changes).toEqual([true]);
   });
 
   it('refuses a renew deadline that is not shorter than the lease, or a retry period not shorter than the deadline', () => {

@@ -149,7 +149,11 @@ export class LeaderElector {
         return false;
       }
       this.o.log.warn({ err: (err as Error).message, isLeader: this.isLeader }, 'lease renewal failed');
-      if (this.leading && this.o.clock.monotonicMs() >= this.validUntilMs)
+      // A leader's budget ends at its renew deadline, so a renewal its budget aborted missed that deadline, even when
+      // the clock does not read it yet: Node starts a timer from the event loop's cached time, which lags the clock
+      // under load (seen in CI: aborted at the deadline, still leading).
+      const deadlineAborted = attempt.aborted && !signal?.aborted;
+      if (this.leading && (deadlineAborted || this.o.clock.monotonicMs() >= this.validUntilMs))
         this.stepDown('renew deadline passed without a successful renewal');
       return this.isLeader;
     }
