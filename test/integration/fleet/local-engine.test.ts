@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { type DecodedFleetEntry, type HandoffRecord, loadTrustedKeys, readEntries, verifyLog } from '@baton/audit';
 import { type HandoffSummary, Journal } from '@baton/core';
 import type { ClusterResult } from '@baton/fleet';
-import { clientsFromKubeconfigFile } from '@baton/kube';
+import { clientsFromKubeconfigFile, deploymentState } from '@baton/kube';
 import {
   type BatonControllerEnv,
   deleteNamespacesAndWait,
@@ -264,13 +264,17 @@ describe('baton fleet up, local engine, 8 real clusters', () => {
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
 
-      // The controllers take over what was pushed; the rerun must finish those handoffs without minting again.
+      // The controllers take over what was pushed; the rerun must finish those handoffs without minting again. Taken
+      // over as the rerun checks it: at the revision and Available (a controller that has applied the commit but is
+      // not Ready yet is not taken over, and the rerun then rightly hands off anew, with a second credential).
       for (const c of four.slice(1)) await setSchedulable(c, true);
       await eventually(
         async () => {
           for (const c of four.slice(1)) {
             const side = targets.find((t) => t.cluster === c)!.side;
             if ((await appliedRevision(c)) !== side.revision) return false;
+            const k = clientsFromKubeconfigFile(c.kubeconfigPath);
+            if (!(await deploymentState(k, 'baton-system', 'baton-controller')).isAvailable) return false;
           }
           return true;
         },
