@@ -53,3 +53,30 @@ describe('baton --no-color', () => {
     expect(untouched.NO_COLOR).toBeUndefined();
   });
 });
+
+describe('a usage error in any command', () => {
+  it('reaches run() as a CommanderError (exit 2), from every command of every noun, not process.exit(1)', async () => {
+    const program = await buildProgram();
+    const all: (typeof program.commands)[number][] = [];
+    const walk = (c: (typeof program.commands)[number]) => {
+      all.push(c);
+      c.commands.forEach(walk);
+    };
+    program.commands.forEach(walk);
+    // testenv's nouns nest two deep (testenv up); audit and fleet one.
+    expect(all.map((c) => c.name())).toEqual(expect.arrayContaining(['testenv', 'up', 'audit', 'verify', 'fleet']));
+    for (const c of all) {
+      c.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+      // Commander only throws here when exitOverride is set; without it, it calls process.exit.
+      const thrown = (() => {
+        try {
+          c.error('probe', { exitCode: 1, code: 'probe' });
+        } catch (err) {
+          return err as CommanderError;
+        }
+        return undefined;
+      })();
+      expect(thrown?.code, `baton … ${c.name()}`).toBe('probe');
+    }
+  }, 30_000);
+});

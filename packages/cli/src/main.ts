@@ -77,10 +77,21 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
     .exitOverride();
   const wanted = argv?.[0] === 'help' ? argv[1] : argv?.[0];
   for (const [name, noun] of Object.entries(NOUNS)) {
-    if (argv === undefined || name === wanted) program.addCommand(await noun.load());
+    if (argv === undefined || name === wanted) program.addCommand(withUsageExit(await noun.load()));
     else program.command(name).description(noun.summary);
   }
   return program;
+}
+
+/**
+ * addCommand() does not pass the program's settings down (only .command() does): without exitOverride on every
+ * command of a noun, a usage error (an unknown option) calls process.exit(1) inside commander instead of reaching
+ * run()'s mapping to exit code 2.
+ */
+function withUsageExit<C extends Command>(cmd: C): C {
+  cmd.exitOverride().showHelpAfterError();
+  for (const sub of cmd.commands) withUsageExit(sub as Command);
+  return cmd;
 }
 
 /** Runs the CLI and resolves to the process exit code. Only the CLI maps errors to exit codes. */

@@ -20,9 +20,6 @@ export function auditCommand(): Command {
     reportCommand(),
     synthCommand(),
   ];
-  // addCommand() does not pass the program's settings down (only .command() does): without exitOverride a usage
-  // error would call process.exit(1) instead of reaching main's mapping to exit code 2.
-  for (const c of [cmd, ...subs]) c.exitOverride().showHelpAfterError();
   for (const sub of subs) cmd.addCommand(sub);
   return cmd;
 }

@@ -8,8 +8,6 @@ export function fleetCommand(): Command {
     'hand off many clusters in waves with a failure budget, in-process or as Indexed Jobs on a management cluster',
   );
   const subs = [fleetUpCommand(), fleetShardCommand()];
-  // addCommand() does not pass exitOverride down: without it a usage error would exit 1 instead of 2.
-  for (const c of [cmd, ...subs]) c.exitOverride().showHelpAfterError();
   for (const sub of subs) cmd.addCommand(sub);
   return cmd;
 }
