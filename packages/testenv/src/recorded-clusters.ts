@@ -23,7 +23,7 @@ export async function listClusters(
 
 /**
  * Stops a cluster by name from any process: its host first (which stops the components cleanly), then
- * any component group still alive, then removes the data directory.
+ * any component group still alive, then removes the data directory unless the cluster was started to keep it.
  * @throws ConfigError when no cluster of that name is recorded.
  */
 export async function stopClusterByName(name: string, baseDir = clustersDir()): Promise<void> {
@@ -48,5 +48,6 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
     for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGKILL');
   });
   await teardownRealNode(dir);
-  await rm(dir, { recursive: true, force: true });
+  // `testenv up --keep`: the data directory (component logs, the audit log, etcd's data) stays for a look afterwards.
+  if (!s.keep) await rm(dir, { recursive: true, force: true });
 }

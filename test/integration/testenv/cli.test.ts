@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../../support/handoff-run.js';
@@ -30,6 +32,26 @@ describe('baton testenv (as a user runs it)', () => {
     }
     const ls = JSON.parse((await baton(['testenv', 'ls', '-o', 'json'])).stdout) as { name: string }[];
     expect(ls.some((c) => c.name === name)).toBe(false);
+  });
+
+  it('up --keep: down stops the cluster and leaves its data directory, audit log included', async () => {
+    const name = `keep-${process.pid}`;
+    const { stdout } = await baton(['testenv', 'up', '--name', name, '--node', 'kwok', '--keep', '--json']);
+    const out = JSON.parse(stdout) as { kubeconfigPath: string; auditLogPath: string };
+    const dir = dirname(out.kubeconfigPath);
+    try {
+      await adminClients(out.kubeconfigPath).core.listNamespace();
+      await baton(['testenv', 'down', '--name', name]);
+      expect(readFileSync(out.auditLogPath, 'utf8')).toContain('"verb":"list"');
+      const ls = JSON.parse((await baton(['testenv', 'ls', '-o', 'json'])).stdout) as {
+        name: string;
+        status: string;
+      }[];
+      expect(ls.find((c) => c.name === name)?.status).toBe('stopped');
+    } finally {
+      await baton(['testenv', 'down', '--name', name]).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('rejects a bad name with exit code 2 and a message that says the rule', async () => {

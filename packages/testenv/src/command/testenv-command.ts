@@ -221,7 +221,11 @@ function upCommand() {
         'real: one real node (kubelet, containerd, kube-proxy, CoreDNS) with the whole cluster in a network namespace of its own, reached at the node address; kwok: fake nodes on loopback, no Pod ever runs (default: real where the bed builds kubelet for the version, 1.36.3; else kwok)',
       ).choices(['real', 'kwok'] as const),
     )
-    .option('--keep', 'keep the data directory after `down`', false)
+    .option(
+      '--keep',
+      'keep the data directory after `down` (`testenv ls` shows it stopped; remove it with rm -r)',
+      false,
+    )
     .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .addOption(
       new Option(
