@@ -3,7 +3,7 @@ import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TimeoutError } from '@baton/errors';
-import { isProcessAlive, processStartTime } from './process-alive.js';
+import { isSameProcess, processStartTime } from './process-alive.js';
 
 /** Options of {@link acquireFileLock}. */
 export interface FileLockOptions {
@@ -129,9 +129,7 @@ async function isStale(path: string, holder: LockOwner | 'unreadable'): Promise<
   if (holder === 'unreadable') return ageMs(path).then((age) => age > UNREADABLE_STALE_MS);
   // Another host's pid means nothing here (a shared file system): never break its lock.
   if (holder.host !== hostname()) return false;
-  if (!isProcessAlive(holder.pid)) return true;
-  const start = processStartTime(holder.pid).start;
-  return holder.start !== undefined && start !== undefined && start !== holder.start;
+  return !isSameProcess(holder.pid, holder.start);
 }
 
 async function breakStaleLock(lockPath: string, holder: LockOwner | 'unreadable'): Promise<void> {

@@ -66,7 +66,7 @@ export type { Pkcs11SignerOptions } from './pkcs11-signer.js';
 export { generatePkcs11Key, openPkcs11Signer } from './pkcs11-signer.js';
 export type { Pkcs11Uri } from './pkcs11-uri.js';
 export { parsePkcs11Uri, redactPkcs11Uri } from './pkcs11-uri.js';
-export { isProcessAlive } from './process-alive.js';
+export { isProcessAlive, isSameProcess, processStartTime } from './process-alive.js';
 export type { InclusionProof, InclusionVerdict, ProveOptions } from './prove.js';
 export { formatTlogProof, parseTlogProof, proveConsistency, proveInclusion, verifyInclusion } from './prove.js';
 export type { DecodedEntry, DecodedFleetEntry, ReadEntriesOptions } from './read-entries.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 // The one PID check (audit's file lock, which the test bed's build and name locks use too, the handoff lock's
-// stale-holder takeover, the bed's watchdog).
+// stale-holder takeover, the bed's watchdog, the clusters `baton testenv down` stops).
 
 /**
  * Whether a local process exists and can still act: `kill(pid, 0)` succeeds or is refused (EPERM: it exists, as
@@ -29,4 +29,14 @@ export function processStartTime(pid: number): { start?: string; zombie?: boolea
   } catch {
     return {};
   }
+}
+
+/**
+ * Whether the process recorded as `pid`, started at `start` (from {@link processStartTime}), still runs: alive, and
+ * not a newer process the kernel gave the same pid. An unknown start on either side trusts the pid alone.
+ */
+export function isSameProcess(pid: number, start: string | undefined): boolean {
+  if (!isProcessAlive(pid)) return false;
+  const now = processStartTime(pid).start;
+  return start === undefined || now === undefined || now === start;
 }

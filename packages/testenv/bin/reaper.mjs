@@ -18,6 +18,18 @@ const alive = (pid) => {
     return err.code === 'EPERM';
   }
 };
+// Start time in clock ticks since boot (/proc/<pid>/stat field 22), as state.json records it beside each pid.
+const startOf = (pid) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+};
+// A pid now held by a newer process (a component that died earlier, its pid reused) is not ours to signal.
+const reused = (pid, recorded) =>
+  recorded !== undefined && alive(pid) && startOf(pid) !== undefined && startOf(pid) !== recorded;
 const readState = () => {
   try {
     return JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));
@@ -40,7 +52,9 @@ const timer = setInterval(() => {
   if (alive(owner)) return;
   clearInterval(timer);
   const state = readState();
-  const pids = Object.values(state?.pids ?? {}).filter((p) => Number.isInteger(p));
+  const pids = Object.entries(state?.pids ?? {})
+    .filter(([name, p]) => Number.isInteger(p) && !reused(p, state?.starts?.[name]))
+    .map(([, p]) => p);
   killGroups(pids, 'SIGTERM');
   setTimeout(() => {
     killGroups(pids, 'SIGKILL');

@@ -2,6 +2,7 @@
 // recorded in state.json as it starts, so the watchdog and `baton testenv down` can find every one.
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processStartTime } from '@baton/audit';
 import type { ClusterState, ComponentNetwork } from './cluster-dir.js';
 import type { ClusterLayout } from './component-args.js';
 import { ManagedProcess } from './managed-process.js';
@@ -26,12 +27,14 @@ export class ClusterComponents {
   private readonly procs = new Map<string, ManagedProcess>();
   /** Processes started by someone else (the bed's registry), recorded for the watchdog. */
   private readonly tracked = new Map<string, number>();
+  /** Start times, read as each process is recorded (our own children cannot have been replaced by then). */
+  private readonly startTimes = new Map<string, string>();
   private saving = Promise.resolve();
 
   constructor(
     private readonly layout: ClusterLayout,
     private readonly net: ComponentNetwork | null,
-    private readonly record: Omit<ClusterState, 'pids'>,
+    private readonly record: Omit<ClusterState, 'pids' | 'starts'>,
   ) {}
 
   get pids(): Record<string, number> {
@@ -45,13 +48,21 @@ export class ClusterComponents {
   async start(component: Component, command: string, args: string[]): Promise<void> {
     const logPath = join(this.layout.logDir, `${component}.log`);
     const line = this.net ? this.net.wrap(command, args) : { command, args };
-    this.procs.set(component, await ManagedProcess.start({ name: component, ...line, logPath }));
+    const proc = await ManagedProcess.start({ name: component, ...line, logPath });
+    this.procs.set(component, proc);
+    this.noteStart(component, proc.pid);
     await this.saveState();
   }
 
   async track(name: string, pid: number): Promise<void> {
     this.tracked.set(name, pid);
+    this.noteStart(name, pid);
     await this.saveState();
+  }
+
+  private noteStart(name: string, pid: number): void {
+    const { start } = processStartTime(pid);
+    if (start !== undefined) this.startTimes.set(name, start);
   }
 
   /** Any component that dies during start fails the start at once, with its log. */
@@ -71,7 +82,8 @@ export class ClusterComponents {
   saveState(): Promise<void> {
     this.saving = this.saving.then(async () => {
       const tmp = join(this.layout.dir, `state.json.${process.pid}.tmp`);
-      await writeFile(tmp, `${JSON.stringify({ ...this.record, pids: this.pids }, null, 2)}\n`);
+      const state: ClusterState = { ...this.record, pids: this.pids, starts: Object.fromEntries(this.startTimes) };
+      await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`);
       await rename(tmp, join(this.layout.dir, 'state.json'));
     });
     return this.saving;

@@ -2,7 +2,7 @@
 // audit policy on fresh ports; state.json records what runs there, for `baton testenv ls/down` and the watchdog.
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isProcessAlive } from '@baton/audit';
+import { isProcessAlive, isSameProcess } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { auditPolicyPath, type ClusterLayout, type ClusterPorts } from './component-args.js';
 import { withFileLock } from './file-lock.js';
@@ -21,9 +21,13 @@ export interface ClusterState {
   readonly dir: string;
   readonly ownerPid: number | null;
   readonly hostPid: number;
+  /** The host's start time (`processStartTime`), so a later `down` never signals a process that reused its pid. */
+  readonly hostStart?: string;
   readonly keep: boolean;
   readonly startedAt: string;
   readonly pids: Record<string, number>;
+  /** Each recorded process's start time, by the same names as `pids` (absent in states written before it). */
+  readonly starts?: Record<string, string>;
   readonly versions: Record<string, string>;
   /** The bed's network namespace, when the cluster has a real node. */
   readonly netns?: string;
@@ -72,7 +76,7 @@ export async function claimClusterDir(base: string, name: string): Promise<void>
 /** Who holds a cluster directory: a live host, a live starter other than us, or nobody (undefined). */
 async function describeHolder(dir: string): Promise<string | undefined> {
   const prev = await readState(dir);
-  if (prev && isProcessAlive(prev.hostPid)) return `pid ${prev.hostPid}, ${prev.server}`;
+  if (prev && isSameProcess(prev.hostPid, prev.hostStart)) return `pid ${prev.hostPid}, ${prev.server}`;
   const claim = Number.parseInt(await readFile(join(dir, CLAIM_FILE), 'utf8').catch(() => ''), 10);
   if (Number.isFinite(claim) && claim !== process.pid && isProcessAlive(claim)) return `being started by pid ${claim}`;
   return undefined;

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processStartTime } from '@baton/audit';
 import { ConfigError, ProcessError } from '@baton/errors';
 import { KubeRestClient } from '@baton/kube/rest';
 import { ClusterComponents } from './cluster-components.js';
@@ -151,6 +152,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     dir: layout.dir,
     ownerPid,
     hostPid: process.pid,
+    ...hostStart(),
     keep: options.keep ?? false,
     startedAt: new Date().toISOString(),
     versions: { ...CONTROL_PLANE_VERSIONS, kubernetes: bin.kubernetesVersion },
@@ -301,6 +303,12 @@ function clusterHandle(
 /** The watchdog process that stops the cluster when its owner dies. */
 interface Reaper {
   kill(): void;
+}
+
+/** This process's start time, recorded beside its pid. */
+function hostStart(): { hostStart?: string } {
+  const { start } = processStartTime(process.pid);
+  return start === undefined ? {} : { hostStart: start };
 }
 
 function startReaper(ownerPid: number, dir: string): Reaper {

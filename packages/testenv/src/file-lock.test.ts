@@ -33,4 +33,13 @@ describe('withFileLock', () => {
     await writeFile(lock, `${JSON.stringify({ pid: 4_194_305, host: hostname(), token: 't', since: '2026-12-07' })}\n`);
     await expect(withFileLock(lock, async () => 'ran', 5)).resolves.toBe('ran');
   });
+
+  it('takes over a lock file whose holder pid now belongs to a newer process', async () => {
+    const dir = tempDir('lock-');
+    const lock = join(dir, 'x.lock');
+    // Our own pid is alive; the recorded start time is not ours, as after the holder died and its pid was reused.
+    const owner = { pid: process.pid, host: hostname(), token: 't', since: '2026-12-07', start: '1' };
+    await writeFile(lock, `${JSON.stringify(owner)}\n`);
+    await expect(withFileLock(lock, async () => 'ran', 5)).resolves.toBe('ran');
+  });
 });

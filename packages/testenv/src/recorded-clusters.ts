@@ -1,7 +1,7 @@
 // Clusters as recorded on disk, from any process: what `baton testenv ls` lists and `baton testenv down` stops.
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isProcessAlive } from '@baton/audit';
+import { isProcessAlive, isSameProcess } from '@baton/audit';
 import { ConfigError } from '@baton/errors';
 import { type ClusterState, clustersDir, readState } from './cluster-dir.js';
 import { signalGroup } from './managed-process.js';
@@ -16,7 +16,7 @@ export async function listClusters(
   const out: (ClusterState & { isRunning: boolean })[] = [];
   for (const n of names.sort()) {
     const s = await readState(join(baseDir, n));
-    if (s) out.push({ ...s, isRunning: isProcessAlive(s.hostPid) && Object.values(s.pids).some(isProcessAlive) });
+    if (s) out.push({ ...s, isRunning: isSameProcess(s.hostPid, s.hostStart) && recordedAlive(s).length > 0 });
   }
   return out;
 }
@@ -31,7 +31,7 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
   const s = await readState(dir);
   if (!s)
     throw new ConfigError(`no cluster named "${name}" is recorded under ${baseDir}; \`baton testenv ls\` lists them`);
-  if (s.hostPid !== process.pid && isProcessAlive(s.hostPid)) {
+  if (s.hostPid !== process.pid && isSameProcess(s.hostPid, s.hostStart)) {
     try {
       process.kill(s.hostPid, 'SIGTERM');
     } catch {}
@@ -40,14 +40,33 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
       what: `the host process ${s.hostPid} of cluster "${name}" to exit`,
     }).catch(() => {});
   }
-  for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGTERM');
-  await pollUntil(async () => (Object.values(s.pids).some(isProcessAlive) ? undefined : true), {
+  const groups = ownGroups(s);
+  for (const pid of groups) signalGroup(pid, 'SIGTERM');
+  await pollUntil(async () => (recordedAlive(s).length > 0 ? undefined : true), {
     timeoutMs: 10_000,
     what: `cluster "${name}" to stop`,
   }).catch(() => {
-    for (const pid of Object.values(s.pids)) signalGroup(pid, 'SIGKILL');
+    for (const pid of groups) signalGroup(pid, 'SIGKILL');
   });
   await teardownRealNode(dir);
   // `testenv up --keep`: the data directory (component logs, the audit log, etcd's data) stays for a look afterwards.
   if (!s.keep) await rm(dir, { recursive: true, force: true });
+}
+
+/** The recorded component processes that still run as recorded. */
+function recordedAlive(s: ClusterState): number[] {
+  return Object.entries(s.pids)
+    .filter(([name, pid]) => isSameProcess(pid, s.starts?.[name]))
+    .map(([, pid]) => pid);
+}
+
+/**
+ * The process groups `down` may signal: every recorded one, except a pid now held by a newer process (a kept or
+ * left-over cluster's pids are days old). A dead leader's group is still signalled: its children may outlive it, and
+ * the kernel reuses no pid while its group lives.
+ */
+function ownGroups(s: ClusterState): number[] {
+  return Object.entries(s.pids)
+    .filter(([name, pid]) => !isProcessAlive(pid) || isSameProcess(pid, s.starts?.[name]))
+    .map(([, pid]) => pid);
 }
