@@ -2,7 +2,7 @@
 // Removes what a bed's real node leaves behind once its processes are stopped (or killed): the containerd shims
 // and every process of every container (they run in their own sessions, outside the node's process groups), the
 // mounts under the node's directories, the cgroup directories of its containers, and the bed's network namespace
-// with its veth pair. Usage: node-teardown.mjs <cluster dir>. Idempotent; reads <cluster dir>/node/node.json.
+// with its veth pair. Usage: node-teardown.mjs <cluster dir>. Idempotent; reads <cluster dir>/node/node.json (or network.json, when the node never started).
 // Plain JS with no dependencies: the cluster's watchdog (reaper.mjs) runs it after its owner died.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';
@@ -10,11 +10,20 @@ import { join } from 'node:path';
 
 const dir = process.argv[2];
 if (!dir) process.exit(2);
-let node;
-try {
-  node = JSON.parse(readFileSync(join(dir, 'node', 'node.json'), 'utf8'));
-} catch {
-  process.exit(0); // no real node in this cluster, or already torn down
+const readJson = (path) => {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
+const node = readJson(join(dir, 'node', 'node.json'));
+if (!node) {
+  // The node never started (its owner was killed during the control plane's start) or is already torn down; the
+  // namespace is recorded in network.json before it is made.
+  const network = readJson(join(dir, 'network.json'));
+  if (network) removeNetwork(network);
+  process.exit(0);
 }
 
 const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -128,12 +137,16 @@ try {
 } catch {}
 
 // 5. The network namespace and the host end of its veth pair.
-try {
-  execFileSync('ip', ['netns', 'del', node.netns], { stdio: 'ignore' });
-} catch {}
-try {
-  execFileSync('ip', ['link', 'del', node.hostLink], { stdio: 'ignore' });
-} catch {}
+removeNetwork(node);
 
 rmSync(node.runDir, { recursive: true, force: true });
 rmSync(join(dir, 'node', 'node.json'), { force: true });
+
+function removeNetwork({ netns, hostLink }) {
+  try {
+    execFileSync('ip', ['netns', 'del', netns], { stdio: 'ignore' });
+  } catch {}
+  try {
+    execFileSync('ip', ['link', 'del', hostLink], { stdio: 'ignore' });
+  } catch {}
+}

@@ -132,18 +132,23 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     real && nodeVersion ? await ensureNodeBinaries({ onProgress: progress, kubernetesVersion: nodeVersion }) : null;
   const base = options.baseDir ?? clustersDir();
   await claimClusterDir(base, name);
-  const net = nodeBin ? await createBedNetwork(name) : null;
+  const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
+  // The watchdog from the claim on: the bed's namespace, made next, would outlive an owner killed before the first
+  // state.json otherwise (the namespace is recorded in network.json before it exists).
+  const reaper = ownerPid === null ? null : startReaper(ownerPid, join(base, name));
+  let net: BedNetwork | null = null;
   let layout: ClusterLayout;
   let pki: ClusterPki;
   try {
+    if (nodeBin) net = await createBedNetwork(name, join(base, name, 'network.json'));
     pki = await createClusterPki(net ? { nodeIp: net.nodeIp, nodeName: `${name}-node-0` } : {});
     layout = await prepareClusterDir(join(base, name), name, pki, options.auditLog !== false, net, !!net);
   } catch (err) {
     if (net) await removeBedNetwork(net.name, net.hostLink);
+    reaper?.kill();
     throw err;
   }
 
-  const ownerPid = options.ownerPid === undefined ? process.pid : options.ownerPid;
   const components = new ClusterComponents(layout, net, {
     name,
     server: layout.server,
@@ -159,7 +164,6 @@ async function startClusterOnce(options: StartClusterOptions): Promise<Cluster> 
     ...(net ? { netns: net.name } : {}),
   });
   await components.saveState();
-  const reaper = ownerPid === null ? null : startReaper(ownerPid, layout.dir);
   // The few raw calls the bed makes itself (readiness, node registration), as the admin, each within 5 s.
   const http = new KubeRestClient(
     {

@@ -20,7 +20,7 @@ export type { EnsureGoBuildOptions, GoBuildResult, GoBuildSpec } from './go-buil
 export { ensureGoBuild, goVersion } from './go-build.js';
 // --- A real node: kubelet, containerd, kube-proxy, CoreDNS in the bed's network namespace (issue 26) ---
 export type { BedNetwork, LinkableBed } from './node/bed-network.js';
-export { createBedNetwork, linkBeds, removeBedNetwork } from './node/bed-network.js';
+export { createBedNetwork, hostLinkOf, linkBeds, removeBedNetwork } from './node/bed-network.js';
 export type { EnsureNodeBinariesOptions, NodeBinaries } from './node/node-binaries.js';
 export {
   COREDNS_VERSION,

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deploymentState } from '@baton/kube';
-import { type Cluster, startCluster } from '@baton/testenv';
+import { type Cluster, clustersDir, hostLinkOf, startCluster } from '@baton/testenv';
 import { CONTROLLER_IMAGE, pushControllerImage } from '@baton/testenv/images';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -230,4 +230,40 @@ describe('stopping a bed with a real node', () => {
     );
     expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(started.dir);
   });
+
+  it('is torn down by the watchdog when its owner is killed during the start, before the node exists', async () => {
+    const name = `node-early-${process.pid}`;
+    const netns = `baton-${name}`;
+    const dir = join(clustersDir(), name);
+    const script = `
+      import { startCluster } from '@baton/testenv';
+      await startCluster({ node: 'real', name: '${name}' });
+    `;
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@baton/source', '--import', 'tsx', '--input-type=module', '-e', script],
+      { stdio: 'ignore' },
+    );
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      // Killed as soon as the bed's namespace exists: the control plane is still starting, no node.json yet.
+      await eventually(async () => netnsList().includes(netns), 60_000, 'the bed namespace to be made');
+    } finally {
+      child.kill('SIGKILL');
+    }
+    await exited;
+    // The watchdog waits 3 s after the owner's death before its teardown: the directory is still as the owner left it.
+    expect(existsSync(dir)).toBe(true);
+    expect(existsSync(join(dir, 'node', 'node.json'))).toBe(false);
+    await eventually(
+      async () => !netnsList().includes(netns) && !existsSync(dir),
+      30_000,
+      'the namespace and the data directory to be removed',
+    );
+    expect(execFileSync('ip', ['-o', 'link', 'show']).toString()).not.toContain(hostLinkOf(name));
+  });
 });
+
+function netnsList(): string {
+  return execFileSync('ip', ['netns', 'list']).toString();
+}

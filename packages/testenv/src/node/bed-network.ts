@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ProcessError } from '@baton/errors';
@@ -76,10 +77,13 @@ function addressesOf(slot: number): { hostIp: string; nodeIp: string } {
  * Creates the namespace of bed `bed` with loopback up, the veth pair, and a route for the Service range (so that
  * host-network components' packets to a ClusterIP reach kube-proxy's rules rather than fail with no route).
  * One bed at a time picks its /30, under a machine-wide lock.
+ * With `recordPath`, first writes there the names it is about to create (`network.json`: the namespace and the
+ * host link), so the watchdog's teardown (bin/node-teardown.mjs) removes them when the owner is killed mid-start.
  * @throws ProcessError when a step fails (the partial namespace is removed).
  */
-export async function createBedNetwork(bed: string): Promise<BedNetwork> {
+export async function createBedNetwork(bed: string, recordPath?: string): Promise<BedNetwork> {
   const name = `baton-${bed}`;
+  if (recordPath) await writeFile(recordPath, `${JSON.stringify({ netns: name, hostLink: hostLinkOf(bed) })}\n`);
   return withFileLock(join(cacheRoot(), 'testenv', 'bed-network.lock'), async () => {
     await guardBedRange();
     const used = await usedSlots();
