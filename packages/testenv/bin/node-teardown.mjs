@@ -2,7 +2,8 @@
 // Removes what a bed's real node leaves behind once its processes are stopped (or killed): the containerd shims
 // and every process of every container (they run in their own sessions, outside the node's process groups), the
 // mounts under the node's directories, the cgroup directories of its containers, and the bed's network namespace
-// with its veth pair. Usage: node-teardown.mjs <cluster dir>. Idempotent; reads <cluster dir>/node/node.json (or network.json, when the node never started).
+// with its veth pair. Usage: node-teardown.mjs <cluster dir>. Idempotent; reads <cluster dir>/node/node.json (or
+// network.json, when the node never started).
 // Plain JS with no dependencies: the cluster's watchdog (reaper.mjs) runs it after its owner died.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from 'node:fs';

@@ -28,8 +28,11 @@ const startOf = (pid) => {
   }
 };
 // A pid now held by a newer process (a component that died earlier, its pid reused) is not ours to signal.
-const reused = (pid, recorded) =>
-  recorded !== undefined && alive(pid) && startOf(pid) !== undefined && startOf(pid) !== recorded;
+const reused = (pid, recorded) => {
+  if (recorded === undefined || !alive(pid)) return false;
+  const now = startOf(pid);
+  return now !== undefined && now !== recorded;
+};
 const readState = () => {
   try {
     return JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));

@@ -16,7 +16,7 @@ export async function listClusters(
   const out: (ClusterState & { isRunning: boolean })[] = [];
   for (const n of names.sort()) {
     const s = await readState(join(baseDir, n));
-    if (s) out.push({ ...s, isRunning: isSameProcess(s.hostPid, s.hostStart) && recordedAlive(s).length > 0 });
+    if (s) out.push({ ...s, isRunning: isSameProcess(s.hostPid, s.hostStart) && anyRecordedAlive(s) });
   }
   return out;
 }
@@ -42,7 +42,7 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
   }
   const groups = ownGroups(s);
   for (const pid of groups) signalGroup(pid, 'SIGTERM');
-  await pollUntil(async () => (recordedAlive(s).length > 0 ? undefined : true), {
+  await pollUntil(async () => (anyRecordedAlive(s) ? undefined : true), {
     timeoutMs: 10_000,
     what: `cluster "${name}" to stop`,
   }).catch(() => {
@@ -53,11 +53,9 @@ export async function stopClusterByName(name: string, baseDir = clustersDir()): 
   if (!s.keep) await rm(dir, { recursive: true, force: true });
 }
 
-/** The recorded component processes that still run as recorded. */
-function recordedAlive(s: ClusterState): number[] {
-  return Object.entries(s.pids)
-    .filter(([name, pid]) => isSameProcess(pid, s.starts?.[name]))
-    .map(([, pid]) => pid);
+/** Whether any recorded component process still runs as recorded. */
+function anyRecordedAlive(s: ClusterState): boolean {
+  return Object.entries(s.pids).some(([name, pid]) => isSameProcess(pid, s.starts?.[name]));
 }
 
 /**
